@@ -1,0 +1,43 @@
+# Stormscale: one entry point for people and for CI. Everything built or downloaded goes to .cache/ or .venv/.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint unit bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml spark/pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -e planner -e operator -e spark
+	@touch $@
+
+## demo: set everything up and plan the thesis's topology 17 with 3 extra units (every strategy side by side)
+demo: venv
+	$(BIN)/stormscale plan examples/profiles/thesis-topology-17.json --budget 3
+
+## lint: ruff, mypy (strict) and the import-linter contracts
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## test: set everything up, lint, and run every test
+test: lint
+	$(BIN)/python -m pytest
+
+## unit: only the fast tests
+unit: venv
+	$(BIN)/python -m pytest tests/unit
+
+## bench: the benchmarks (tables on stdout, plots under bench/out/)
+bench: venv
+	$(BIN)/python -m bench.planner
+
+clean:
+	rm -rf $(VENV) .cache .run bench/out

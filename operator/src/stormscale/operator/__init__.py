@@ -1,0 +1,1 @@
+"""Stormscale operator (Kopf). Filled in by the operator issue."""

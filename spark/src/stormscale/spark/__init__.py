@@ -1,0 +1,1 @@
+"""Stormscale aggregation job (PySpark). Filled in by the aggregation issue."""
