@@ -1,0 +1,3 @@
+"""Shared pytest configuration: the test bed's session fixtures are registered here."""
+
+pytest_plugins: list[str] = []
