@@ -1,0 +1,166 @@
+"""Strategies behind one entry point: ``make_plan(topology, budget, strategy, model)``.
+
+Scale-out (budget > 0): ``stela``, ``predictive`` (Algorithm 5 plus the residual recursion of
+Algorithm 4), ``combined`` (Algorithm 4: the better of the two predicted gains, ties to predictive),
+``optimal`` (the exact program).
+
+Scale-in (budget < 0; the thesis is scale-out only, seed 000 G-25): ``stela`` removes units from the
+components of lowest ETP (seed 002 §5); ``predictive`` removes, one unit at a time, the unit whose loss
+lowers predicted Θ least (our choice, documented in docs/planner.md); ``combined`` keeps the better of
+the two; ``optimal`` is the exact program with ``Σ x = budget``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from stormscale.planner.flow import FlowModel, throughput
+from stormscale.planner.model import Topology, Units, allocation_between
+from stormscale.planner.optimal import optimal_alloc
+from stormscale.planner.predictive import apply_extra, residual_alloc
+from stormscale.planner.stela import stela_scale_in, stela_scale_out
+
+
+class Strategy(StrEnum):
+    """The planner's strategies; ``combined`` is the default."""
+
+    STELA = "stela"
+    PREDICTIVE = "predictive"
+    COMBINED = "combined"
+    OPTIMAL = "optimal"
+
+
+@dataclass(frozen=True)
+class Optimality:
+    """For ``optimal``: the proven upper bound on Θ and whether the solver proved the optimum."""
+
+    proven: bool
+    bound: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A plan in the shape of ``shared/formats/profile.md`` (see :meth:`to_json`)."""
+
+    topology: str
+    strategy: Strategy
+    flow_model: FlowModel
+    budget: int
+    allocation: dict[str, int]
+    unallocated: int
+    before: float
+    after: float
+    chosen: Strategy | None = None
+    optimality: Optimality | None = None
+
+    @property
+    def gain(self) -> float:
+        return self.after - self.before
+
+    def to_json(self) -> dict[str, object]:
+        """The plan object of the format page; ``optimality`` is an extra field."""
+        out: dict[str, object] = {
+            "topology": self.topology,
+            "strategy": self.strategy.value,
+            "flowModel": self.flow_model.value,
+            "budget": self.budget,
+            "allocation": self.allocation,
+            "unallocated": self.unallocated,
+            "throughput": {"before": self.before, "after": self.after},
+        }
+        if self.chosen is not None:
+            out["chosen"] = self.chosen.value
+        if self.optimality is not None:
+            out["optimality"] = {"proven": self.optimality.proven, "bound": self.optimality.bound}
+        return out
+
+
+def greedy_scale_in(topology: Topology, units: Units, remove: int, model: FlowModel) -> list[int]:
+    """Remove units one at a time, each time the one whose loss keeps predicted Θ highest."""
+    current = list(units)
+    picks: list[int] = []
+    for _ in range(remove):
+        state = tuple(current)
+        options = [v for v in range(len(current)) if topology.removable(state, v) > 0]
+        if not options:
+            break
+
+        def after_removal(v: int, state: Units = state) -> float:
+            return throughput(topology, apply_extra(state, {v: -1}), model)
+
+        target = min(options, key=lambda v: (-after_removal(v), topology.rank[v]))
+        current[target] -= 1
+        picks.append(target)
+    return picks
+
+
+def _extra_from_picks(picks: list[int], sign: int) -> dict[int, int]:
+    return {v: sign * k for v, k in Counter(picks).items()}
+
+
+def make_plan(
+    topology: Topology,
+    budget: int,
+    strategy: Strategy = Strategy.COMBINED,
+    model: FlowModel = FlowModel.DROP,
+    time_limit: float = 30.0,
+) -> Plan:
+    """Plan ``budget`` units (negative: scale-in) for ``topology`` with one strategy."""
+    units = topology.units
+    before = throughput(topology, units, model)
+
+    def build(
+        extra: dict[int, int], chosen: Strategy | None = None, optimality: Optimality | None = None
+    ) -> Plan:
+        after_units = apply_extra(units, extra)
+        moved = sum(abs(e) for e in extra.values())
+        return Plan(
+            topology=topology.name,
+            strategy=strategy,
+            flow_model=model,
+            budget=budget,
+            allocation=allocation_between(topology, units, after_units),
+            unallocated=abs(budget) - moved,
+            before=before,
+            after=throughput(topology, after_units, model),
+            chosen=chosen,
+            optimality=optimality,
+        )
+
+    if budget == 0:
+        return build({})
+    if strategy is Strategy.OPTIMAL:
+        result = optimal_alloc(topology, units, budget, model, time_limit)
+        return build(result.extra, optimality=Optimality(result.proven, result.bound))
+    stela = _stela_extra(topology, units, budget, model)
+    if strategy is Strategy.STELA:
+        return build(stela)
+    ours = _predictive_extra(topology, units, budget, model)
+    if strategy is Strategy.PREDICTIVE:
+        return build(ours)
+    gain_stela = throughput(topology, apply_extra(units, stela), model)
+    gain_ours = throughput(topology, apply_extra(units, ours), model)
+    if gain_stela > gain_ours:  # strict: ties go to predictive (Algorithm 4 line 16)
+        return build(stela, chosen=Strategy.STELA)
+    return build(ours, chosen=Strategy.PREDICTIVE)
+
+
+def _stela_extra(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:
+    if budget > 0:
+        return _extra_from_picks(stela_scale_out(topology, units, budget, model), +1)
+    return _extra_from_picks(stela_scale_in(topology, units, -budget, model), -1)
+
+
+def _predictive_extra(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:
+    if budget > 0:
+        return residual_alloc(topology, units, budget, model)
+    return _extra_from_picks(greedy_scale_in(topology, units, -budget, model), -1)
+
+
+def compare_strategies(
+    topology: Topology, budget: int, model: FlowModel, time_limit: float = 30.0
+) -> dict[Strategy, Plan]:
+    """Every strategy's plan for the same budget and flow model, side by side."""
+    return {s: make_plan(topology, budget, s, model, time_limit) for s in Strategy}

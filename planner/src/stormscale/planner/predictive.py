@@ -1,0 +1,222 @@
+"""The predictive batch allocator of seed 000 (Algorithms 4 and 5, as corrected in its §5.9 and §11).
+
+A *candidate* gives a congested head h ``r`` more units and then exactly the units every descendant
+needs to process all of its new input (seed 000 §4.5, R-3 … R-6)::
+
+    O'_h = min(I_h, (n_h + r)·c_h)·ρ_h                 (spout head: (n_h + r)·s_h)
+    I'_v = ext_v + Σ_p O'_p · f_{p→v}                  for v ∈ desc(h), topological order
+    A_v  = max(0, ⌈I'_v / c_v⌉ − n_v);   O'_v = I'_v · ρ_v
+    τ    = ΔΘ / Σ A
+
+Candidates are taken greedily by τ (ties: lower head id, then smaller r) with the superset rules O1/O2
+(R-7), and every tentative set is re-evaluated jointly (R-8) so shared descendants on a DAG are sized
+for their combined input. Units the greedy cannot place are *residual* (R-10): one unit to the
+cheapest head, then the allocator runs again on that head's subtree.
+
+Our choices where the spec is silent (also in docs/planner.md):
+- a candidate whose descendants would need more than their ``maxUnits`` is not a candidate (it cannot
+  decongest its subtree, which is what a candidate promises);
+- congestion is detected on the drop model's rates in both flow models; ΔΘ (and so τ and every
+  comparison) is computed under the requested flow model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from stormscale.planner.congestion import candidate_heads
+from stormscale.planner.flow import DropRates, FlowModel, drop_rates, throughput
+from stormscale.planner.model import Component, Topology, Units
+
+Extra = dict[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An ``AllocationMap`` of the thesis: head, its extra units r, the subtree's extra units, ΔΘ."""
+
+    head: int
+    r: int
+    extra: Mapping[int, int]
+    gain: float
+
+    @property
+    def count(self) -> int:
+        return sum(self.extra.values())
+
+    @property
+    def ratio(self) -> float:
+        """τ = ΔΘ / units."""
+        return self.gain / self.count
+
+
+def units_needed(rate: float, capacity_per_unit: float) -> int:
+    """⌈I / c⌉, with equality counting as enough (R-5) despite floating-point noise."""
+    q = rate / capacity_per_unit
+    return max(0, math.ceil(q - 1e-9 * max(1.0, q)))
+
+
+def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping[int, int]) -> Extra | None:
+    """JOINT of R-8: heads keep their r, every other node of ∪ sub(h) gets its ceil-need.
+
+    Returns the extra units per component, or ``None`` when some component would need more than its
+    ``maxUnits``.
+    """
+    union = 0
+    for h in heads:
+        union |= topology.descendants[h] | (1 << h)
+    outputs = list(rates.outputs)
+    extra: Extra = {}
+    comps = topology.components
+    for v in topology.order:
+        if not union >> v & 1:
+            continue
+        c = comps[v]
+        arriving = c.external_input + sum(outputs[p] * f for p, f in topology.parents[v])
+        if v in heads:
+            r = heads[v]
+            extra[v] = r
+            outputs[v] = _head_output(c, units[v] + r, arriving)
+            continue
+        add = max(0, units_needed(arriving, c.capacity_per_unit) - units[v])
+        if units[v] + add > topology.max_units[v]:
+            return None
+        if add:
+            extra[v] = add
+        outputs[v] = arriving * c.selectivity
+    return extra
+
+
+def _head_output(c: Component, units: int, arriving: float) -> float:
+    if c.is_spout:
+        return units * c.output_per_unit
+    return min(arriving, units * c.capacity_per_unit) * c.selectivity
+
+
+def apply_extra(units: Units, extra: Mapping[int, int]) -> Units:
+    return tuple(u + extra.get(i, 0) for i, u in enumerate(units))
+
+
+def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[Candidate]:
+    """Every (head, r) candidate that fits the budget (Algorithm 5 lines 5–25 with R-3)."""
+    rates = drop_rates(topology, units)
+    base = throughput(topology, units, model)
+    out: list[Candidate] = []
+    for h in candidate_heads(topology, units, rates):
+        comp = topology.components[h]
+        for r in range(1, budget + 1):
+            if r > topology.headroom(units, h):
+                break
+            extra = decongest(topology, units, rates, {h: r})
+            if extra is None or sum(extra.values()) > budget:
+                break
+            gain = throughput(topology, apply_extra(units, extra), model) - base
+            out.append(Candidate(h, r, extra, gain))
+            if not comp.is_spout and (units[h] + r) * comp.capacity_per_unit >= rates.inputs[h]:
+                break
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PredictiveResult:
+    """The no-worsening allocation (the thesis's ``optimalAlloc``) and the candidates left unused."""
+
+    extra: Extra
+    unused: tuple[Candidate, ...]
+
+
+def _covered(chosen: Iterable[Candidate], a: Candidate, topology: Topology) -> bool:
+    """O1: a chosen candidate already contains ``a`` (same head with r ≥, or an ancestor head)."""
+    return any((c.head == a.head and c.r >= a.r) or topology.is_descendant(a.head, of=c.head) for c in chosen)
+
+
+def predictive_alloc(topology: Topology, units: Units, budget: int, model: FlowModel) -> PredictiveResult:
+    """PREDICTIVEALLOC (Algorithm 5 with R-7 … R-9): greedy by τ with superset rules and joint checks."""
+    cands = candidates(topology, units, budget, model)
+    cands.sort(key=lambda a: (-a.ratio, topology.rank[a.head], a.r))
+    rates = drop_rates(topology, units)
+    chosen: list[Candidate] = []
+    current: Extra = {}
+    unused = list(cands)
+    for a in cands:
+        if _covered(chosen, a, topology):
+            continue
+        tentative = [c for c in chosen if not (c.head == a.head or topology.is_descendant(c.head, of=a.head))]
+        tentative.append(a)
+        joint = decongest(topology, units, rates, {c.head: c.r for c in tentative})
+        if joint is not None and sum(joint.values()) <= budget:
+            chosen, current = tentative, joint
+            unused.remove(a)
+        if sum(current.values()) == budget:
+            break
+    return PredictiveResult(current, tuple(unused))
+
+
+def subtree_topology(topology: Topology, units: Units, rates: DropRates, head: int) -> tuple[Topology, Units]:
+    """``sub(head)`` as a topology of its own; parents outside it become fixed external inputs."""
+    members = topology.subtree(head)
+    inside = set(members)
+    comps = []
+    for v in members:
+        c = topology.components[v]
+        frozen = sum(rates.outputs[p] * f for p, f in topology.parents[v] if p not in inside)
+        comps.append(
+            Component(
+                id=c.id,
+                kind=c.kind,
+                units=units[v],
+                capacity_per_unit=c.capacity_per_unit,
+                selectivity=c.selectivity,
+                output_per_unit=c.output_per_unit,
+                external_input=c.external_input + frozen,
+                max_units=c.max_units,
+                children=c.children,
+                min_units=c.min_units,
+            )
+        )
+    sub = Topology(name=f"{topology.name}/sub({topology.components[head].id})", components=tuple(comps))
+    return sub, tuple(units[v] for v in members)
+
+
+def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowModel) -> Extra:
+    """Algorithm 4 lines 2–14 with R-10: the predictive allocation plus its residual recursion.
+
+    Each round re-evaluates the state after the allocation so far, gives one unit to the candidate head
+    whose r = 1 candidate needs the fewest units (then larger ΔΘ, then lower id), and runs the predictive
+    allocator on that head's subtree with what is left. Stops early (units unallocated) when no head
+    remains.
+    """
+    allocation = dict(predictive_alloc(topology, units, budget, model).extra)
+    while (left := budget - sum(allocation.values())) > 0:
+        state = apply_extra(units, allocation)
+        rates = drop_rates(topology, state)
+        heads = candidate_heads(topology, state, rates)
+        if not heads:
+            break
+        if topology.components[heads[0]].is_spout:
+            spout = min(heads, key=lambda v: (allocation.get(v, 0), topology.rank[v]))
+            allocation[spout] = allocation.get(spout, 0) + 1
+            continue
+        head = min(heads, key=lambda h: _residual_rank(topology, state, rates, h, model))
+        allocation[head] = allocation.get(head, 0) + 1
+        if left > 1:
+            sub, sub_units = subtree_topology(topology, apply_extra(state, {head: 1}), rates, head)
+            inner = predictive_alloc(sub, sub_units, left - 1, model).extra
+            for i, add in inner.items():
+                v = topology.index[sub.components[i].id]
+                allocation[v] = allocation.get(v, 0) + add
+    return {v: a for v, a in allocation.items() if a}
+
+
+def _residual_rank(
+    topology: Topology, units: Units, rates: DropRates, head: int, model: FlowModel
+) -> tuple[float, float, int]:
+    """(units its r = 1 candidate needs, −ΔΘ, id rank); infeasible candidates rank last."""
+    extra = decongest(topology, units, rates, {head: 1})
+    if extra is None:
+        return (math.inf, 0.0, topology.rank[head])
+    base = throughput(topology, units, model)
+    gain = throughput(topology, apply_extra(units, extra), model) - base
+    return (sum(extra.values()), -gain, topology.rank[head])

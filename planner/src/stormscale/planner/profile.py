@@ -1,0 +1,196 @@
+"""Load and validate topology profiles (``shared/formats/profile.md``).
+
+Every rejection names the offending field as a path, e.g. ``components[3].children.9: unknown
+component``. Fields the format does not know are ignored, as the format asks of readers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from stormscale.planner.model import Component, Kind, Topology
+
+FRACTION_SUM_TOLERANCE = 1e-6
+
+
+class ProfileError(ValueError):
+    """A profile that breaks a rule of the format; the message starts with the field's path."""
+
+
+def load_profile(path: str | Path) -> Topology:
+    """Read and validate a profile file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ProfileError(f"{path}: cannot read profile ({err.strerror or err})") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ProfileError(
+            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from None
+    return parse_profile(document)
+
+
+def parse_profile(document: Any) -> Topology:
+    """Validate a decoded profile and build the :class:`Topology`."""
+    if not isinstance(document, Mapping):
+        raise ProfileError("profile: must be a JSON object")
+    name = document.get("topology", "")
+    if not isinstance(name, str):
+        raise ProfileError("topology: must be a string")
+    raw = document.get("components")
+    if not isinstance(raw, list) or not raw:
+        raise ProfileError("components: must be a non-empty list")
+    components = tuple(_parse_component(f"components[{i}]", item) for i, item in enumerate(raw))
+    _check_unique_ids(components)
+    _check_children(components)
+    topology = Topology(name=name, components=components)
+    _check_acyclic(topology)
+    return topology
+
+
+def _parse_component(path: str, item: Any) -> Component:
+    if not isinstance(item, Mapping):
+        raise ProfileError(f"{path}: must be an object")
+    cid = item.get("id")
+    if not isinstance(cid, str) or not cid:
+        raise ProfileError(f"{path}.id: must be a non-empty string")
+    kind_raw = item.get("kind")
+    if kind_raw not in ("spout", "bolt"):
+        raise ProfileError(f'{path}.kind: must be "spout" or "bolt", got {kind_raw!r}')
+    kind = Kind(kind_raw)
+    units = _count(item, "units", path, required=True)
+    assert units is not None
+    max_units = _max_units(item, path, kind, units)
+    children = _children(item, path)
+    if kind is Kind.SPOUT:
+        return Component(
+            id=cid,
+            kind=kind,
+            units=units,
+            output_per_unit=_rate(item, "outputPerUnit", path, required=True),
+            max_units=max_units,
+            children=children,
+            min_units=units if "maxUnits" not in item else min(units, 1),
+        )
+    capacity = _rate(item, "capacityPerUnit", path, required=True)
+    if capacity <= 0:
+        raise ProfileError(f"{path}.capacityPerUnit: must be > 0, got {capacity:g}")
+    return Component(
+        id=cid,
+        kind=kind,
+        units=units,
+        capacity_per_unit=capacity,
+        selectivity=_rate(item, "selectivity", path, default=1.0),
+        external_input=_rate(item, "externalInput", path, default=0.0),
+        max_units=max_units,
+        children=children,
+        min_units=min(units, 1),
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _rate(
+    item: Mapping[str, Any], key: str, path: str, *, required: bool = False, default: float = 0.0
+) -> float:
+    """A rate: a finite number ≥ 0."""
+    if key not in item:
+        if required:
+            raise ProfileError(f"{path}.{key}: missing (required for a {item.get('kind')})")
+        return default
+    value = item[key]
+    if not _is_number(value) or not math.isfinite(value):
+        raise ProfileError(f"{path}.{key}: must be a finite number, got {value!r}")
+    if value < 0:
+        raise ProfileError(f"{path}.{key}: must be ≥ 0, got {value:g}")
+    return float(value)
+
+
+def _count(item: Mapping[str, Any], key: str, path: str, *, required: bool) -> int | None:
+    """A unit count: an integer ≥ 0."""
+    if key not in item:
+        if required:
+            raise ProfileError(f"{path}.{key}: missing")
+        return None
+    value = item[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ProfileError(f"{path}.{key}: must be an integer ≥ 0, got {value!r}")
+    return value
+
+
+def _max_units(item: Mapping[str, Any], path: str, kind: Kind, units: int) -> int | None:
+    """Resolve ``maxUnits``: absent → bolts unbounded, spouts fixed; ``null`` → unbounded."""
+    if "maxUnits" not in item:
+        return units if kind is Kind.SPOUT else None
+    if item["maxUnits"] is None:
+        return None
+    bound = _count(item, "maxUnits", path, required=True)
+    assert bound is not None
+    if units > bound:
+        raise ProfileError(f"{path}.units: {units} exceeds maxUnits {bound}")
+    return bound
+
+
+def _children(item: Mapping[str, Any], path: str) -> tuple[tuple[str, float], ...]:
+    raw = item.get("children", {})
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise ProfileError(f"{path}.children: must be an object mapping child id to fraction")
+    out: list[tuple[str, float]] = []
+    for child, fraction in raw.items():
+        if not _is_number(fraction) or not math.isfinite(fraction) or not 0 <= fraction <= 1:
+            raise ProfileError(
+                f"{path}.children.{child}: fraction must be a number in [0, 1], got {fraction!r}"
+            )
+        out.append((str(child), float(fraction)))
+    total = sum(f for _, f in out)
+    if total > 1 + FRACTION_SUM_TOLERANCE:
+        raise ProfileError(f"{path}.children: fractions sum to {total:g}, above 1")
+    return tuple(out)
+
+
+def _check_unique_ids(components: tuple[Component, ...]) -> None:
+    seen: dict[str, int] = {}
+    for i, c in enumerate(components):
+        if c.id in seen:
+            raise ProfileError(f"components[{i}].id: {c.id!r} repeats components[{seen[c.id]}]")
+        seen[c.id] = i
+
+
+def _check_children(components: tuple[Component, ...]) -> None:
+    kinds = {c.id: c.kind for c in components}
+    for i, c in enumerate(components):
+        for child, _ in c.children:
+            if child not in kinds:
+                raise ProfileError(f"components[{i}].children.{child}: unknown component")
+            if kinds[child] is Kind.SPOUT:
+                raise ProfileError(f"components[{i}].children.{child}: a spout cannot receive tuples")
+
+
+def _check_acyclic(topology: Topology) -> None:
+    if len(topology.order) == len(topology.components):
+        return
+    remainder = set(range(len(topology.components))) - set(topology.order)
+    # Every component Kahn's algorithm left behind has a parent that was left behind too, so walking
+    # parents inside the remainder must come back to a component already seen: that is a cycle.
+    path = [min(remainder)]
+    while True:
+        parent = next(p for p, _ in topology.parents[path[-1]] if p in remainder)
+        if parent in path:
+            forward = path[path.index(parent) :][::-1]  # parents were walked: reverse to follow edges
+            cycle = [*forward, forward[0]]
+            break
+        path.append(parent)
+    names = " → ".join(topology.components[i].id for i in cycle)
+    raise ProfileError(f"components[{cycle[0]}].children: cycle {names}")
