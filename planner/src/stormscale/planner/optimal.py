@@ -43,12 +43,16 @@ class OptimalLimitError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class OptimalResult:
-    """The allocation, its Θ under the model, the proven upper bound on Θ, and whether it is proven."""
+    """The allocation, its Θ under the model, the proven upper bound on Θ, and whether it is proven.
+
+    ``found`` is false when a time limit stopped the solver before it had any allocation.
+    """
 
     extra: dict[int, int]
     throughput: float
     bound: float
     proven: bool
+    found: bool = True
 
     @property
     def gap(self) -> float:
@@ -292,7 +296,13 @@ def _spout_levels(topology: Topology, units: Units, budget: int) -> Iterator[dic
 def optimal_alloc(
     topology: Topology, units: Units, budget: int, model: FlowModel, time_limit: float = 30.0
 ) -> OptimalResult:
-    """The allocation of highest Θ: at most ``budget`` extra units, or exactly ``-budget`` removals."""
+    """The allocation of highest Θ: at most ``budget`` extra units, or exactly ``-budget`` removals.
+
+    A scale-in asks for no more removals than the components' floors allow (the rest is reported as
+    unallocated by the caller).
+    """
+    if budget < 0:
+        budget = max(budget, -sum(topology.removable(units, v) for v in range(len(units))))
     if model is FlowModel.DROP:
         return _solve([_drop_program(topology, units, budget)], topology, units, model, time_limit)
     sources = _sources(topology)
@@ -339,8 +349,7 @@ def _solve_each(
         result = OptimalResult(extra, throughput(topology, state, model), upper, solved)
         if best is None or result.throughput > best.throughput + 1e-9:
             best = result
-    if best is None:
-        return OptimalResult(
-            {}, throughput(topology, units, model), throughput(topology, units, model), False
-        )
+    if best is None:  # stopped before any incumbent: keep the current units, report the bound found
+        current = throughput(topology, units, model)
+        return OptimalResult({}, current, max(bound, current), False, found=False)
     return OptimalResult(best.extra, best.throughput, max(bound, best.throughput), proven)

@@ -12,6 +12,7 @@ the two; ``optimal`` is the exact program with ``Σ x = budget``.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
@@ -73,7 +74,11 @@ class Plan:
         if self.chosen is not None:
             out["chosen"] = self.chosen.value
         if self.optimality is not None:
-            out["optimality"] = {"proven": self.optimality.proven, "bound": self.optimality.bound}
+            bound = self.optimality.bound
+            out["optimality"] = {
+                "proven": self.optimality.proven,
+                "bound": bound if math.isfinite(bound) else None,
+            }
         return out
 
 
@@ -133,18 +138,36 @@ def make_plan(
         return build({})
     if strategy is Strategy.OPTIMAL:
         result = optimal_alloc(topology, units, budget, model, time_limit)
-        return build(result.extra, optimality=Optimality(result.proven, result.bound))
+        extra = result.extra
+        if not result.proven:  # a time limit stopped the solver: never return less than the heuristics
+            fallback = _best_heuristic(topology, units, budget, model)
+            theta_fallback = throughput(topology, apply_extra(units, fallback), model)
+            if not result.found or theta_fallback > result.throughput:
+                extra = fallback
+        return build(extra, optimality=Optimality(result.proven, max(result.bound, result.throughput)))
     stela = _stela_extra(topology, units, budget, model)
     if strategy is Strategy.STELA:
         return build(stela)
     ours = _predictive_extra(topology, units, budget, model)
     if strategy is Strategy.PREDICTIVE:
         return build(ours)
-    gain_stela = throughput(topology, apply_extra(units, stela), model)
-    gain_ours = throughput(topology, apply_extra(units, ours), model)
-    if gain_stela > gain_ours:  # strict: ties go to predictive (Algorithm 4 line 16)
-        return build(stela, chosen=Strategy.STELA)
-    return build(ours, chosen=Strategy.PREDICTIVE)
+    winner = _combined_choice(topology, units, model, stela, ours)
+    return build(stela if winner is Strategy.STELA else ours, chosen=winner)
+
+
+def _combined_choice(
+    topology: Topology, units: Units, model: FlowModel, stela: dict[int, int], ours: dict[int, int]
+) -> Strategy:
+    """Algorithm 4 line 16: Stela only if its predicted Θ is strictly higher (ties go to predictive)."""
+    theta_stela = throughput(topology, apply_extra(units, stela), model)
+    theta_ours = throughput(topology, apply_extra(units, ours), model)
+    return Strategy.STELA if theta_stela > theta_ours else Strategy.PREDICTIVE
+
+
+def _best_heuristic(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:
+    stela = _stela_extra(topology, units, budget, model)
+    ours = _predictive_extra(topology, units, budget, model)
+    return stela if _combined_choice(topology, units, model, stela, ours) is Strategy.STELA else ours
 
 
 def _stela_extra(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:

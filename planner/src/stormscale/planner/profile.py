@@ -189,6 +189,8 @@ def _check_acyclic(topology: Topology) -> None:
         parent = next(p for p, _ in topology.parents[path[-1]] if p in remainder)
         if parent in path:
             forward = path[path.index(parent) :][::-1]  # parents were walked: reverse to follow edges
+            start = forward.index(min(forward))  # name the cycle from its first component in the profile
+            forward = forward[start:] + forward[:start]
             cycle = [*forward, forward[0]]
             break
         path.append(parent)

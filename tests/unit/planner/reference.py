@@ -1,0 +1,166 @@
+"""Independent re-implementations used as oracles by the planner tests.
+
+They are written differently from the planner on purpose (recursion over parents, per-source
+superposition, brute-force enumeration) so that a shared mistake is unlikely.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from hypothesis import strategies as st
+from stormscale.planner import FlowModel, Topology
+
+
+def reference_throughput(topology: Topology, units: tuple[int, ...], model: FlowModel) -> float:
+    """Θ by recursion over parents (drop) or by superposing each source alone (backpressure)."""
+    if model is FlowModel.DROP:
+        return _drop(topology, units)
+    return _backpressure(topology, units)
+
+
+def _drop(topology: Topology, units: tuple[int, ...]) -> float:
+    comps = topology.components
+    parents: dict[str, list[tuple[str, float]]] = {c.id: [] for c in comps}
+    for c in comps:
+        for child, f in c.children:
+            parents[child].append((c.id, f))
+    by_id = {c.id: (i, c) for i, c in enumerate(comps)}
+
+    @cache
+    def out(cid: str) -> float:
+        i, c = by_id[cid]
+        if c.is_spout:
+            return units[i] * c.output_per_unit
+        arriving = c.external_input + sum(out(p) * f for p, f in parents[cid])
+        return min(arriving, units[i] * c.capacity_per_unit) * c.selectivity
+
+    return sum(out(c.id) for c in comps if not c.children)
+
+
+def _backpressure(topology: Topology, units: tuple[int, ...]) -> float:
+    comps = topology.components
+    by_id = {c.id: (i, c) for i, c in enumerate(comps)}
+
+    def spread(source: str, rate: float) -> dict[str, float]:
+        """Input each component receives from one source emitting ``rate`` (nothing throttled)."""
+        arrivals: dict[str, float] = {}
+        stack = [(source, rate, True)]
+        while stack:  # path enumeration: fine for the small DAGs of the tests
+            cid, r, is_source = stack.pop()
+            _, c = by_id[cid]
+            if not is_source or not c.is_spout:
+                arrivals[cid] = arrivals.get(cid, 0.0) + r
+            emitted = r if (is_source and c.is_spout) else r * c.selectivity
+            stack.extend((child, emitted * f, False) for child, f in c.children)
+        return arrivals
+
+    sources = {}
+    for i, c in enumerate(comps):
+        if c.is_spout:
+            sources[c.id] = spread(c.id, units[i] * c.output_per_unit)
+        elif c.external_input > 0:
+            sources[c.id] = spread(c.id, c.external_input)
+    demand: dict[str, float] = {}
+    for arrivals in sources.values():
+        for cid, r in arrivals.items():
+            demand[cid] = demand.get(cid, 0.0) + r
+    throttle = {}
+    for src in sources:
+        ratios = [
+            units[by_id[cid][0]] * by_id[cid][1].capacity_per_unit / demand[cid]
+            for cid in _reachable(topology, src)
+            if demand.get(cid, 0.0) > 0
+        ]
+        throttle[src] = min([1.0, *ratios])
+    total = 0.0
+    for src, arrivals in sources.items():
+        for cid, r in arrivals.items():
+            c = by_id[cid][1]
+            if not c.children:
+                total += throttle[src] * r * c.selectivity
+        if by_id[src][1].is_spout and not by_id[src][1].children:
+            total += throttle[src] * units[by_id[src][0]] * by_id[src][1].output_per_unit
+    return total
+
+
+def _reachable(topology: Topology, source: str) -> set[str]:
+    by_id = {c.id: c for c in topology.components}
+    seen: set[str] = set()
+    stack = [source] if not by_id[source].is_spout else [c for c, _ in by_id[source].children]
+    while stack:
+        cid = stack.pop()
+        if cid not in seen:
+            seen.add(cid)
+            stack.extend(c for c, _ in by_id[cid].children)
+    return seen
+
+
+def allocations(topology: Topology, budget: int) -> Iterator[tuple[int, ...]]:
+    """Every vector of extra units (≥ 0, within maxUnits) that spends at most ``budget``."""
+    units = topology.units
+    ranges = [range(int(min(topology.headroom(units, v), budget)) + 1) for v in range(len(units))]
+    for extra in itertools.product(*ranges):
+        if sum(extra) <= budget:
+            yield extra
+
+
+def removals(topology: Topology, remove: int) -> Iterator[tuple[int, ...]]:
+    """Every vector of removed units (≤ 0, above each floor) that removes exactly ``remove``."""
+    units = topology.units
+    ranges = [range(-min(topology.removable(units, v), remove), 1) for v in range(len(units))]
+    for extra in itertools.product(*ranges):
+        if -sum(extra) == remove:
+            yield extra
+
+
+def random_profile(
+    rng: random.Random, size: int, *, spouts: int = 1, scalable_spout: bool = True
+) -> dict[str, Any]:
+    """A random layered DAG profile: spouts first, every bolt has at least one parent."""
+    components: list[dict[str, Any]] = []
+    for i in range(size):
+        cid = f"c{i}"
+        if i < spouts:
+            comp: dict[str, Any] = {
+                "id": cid,
+                "kind": "spout",
+                "units": rng.randint(1, 2),
+                "outputPerUnit": float(rng.choice([200, 500, 1000])),
+            }
+            if scalable_spout:
+                comp["maxUnits"] = None
+        else:
+            comp = {
+                "id": cid,
+                "kind": "bolt",
+                "units": rng.randint(0, 2),
+                "capacityPerUnit": float(rng.choice([100, 150, 300, 400, 700])),
+                "selectivity": rng.choice([0.5, 1.0, 1.0, 2.0]),
+            }
+            if rng.random() < 0.3:
+                comp["maxUnits"] = comp["units"] + rng.randint(0, 2)
+        components.append(comp)
+    for i in range(spouts, size):
+        parent_pool = list(range(i))
+        for p in rng.sample(parent_pool, k=min(len(parent_pool), rng.choice([1, 1, 2]))):
+            components[p].setdefault("children", {})[f"c{i}"] = 1.0
+    for comp in components:  # split each component's output over its children
+        kids = comp.get("children", {})
+        if kids:
+            weights = [rng.choice([1, 2, 3]) for _ in kids]
+            comp["children"] = {k: w / sum(weights) for k, w in zip(kids, weights, strict=True)}
+    return {"topology": f"random-{size}", "components": components}
+
+
+@st.composite
+def profiles(draw: st.DrawFn, max_size: int = 12, spouts: int = 1) -> dict[str, Any]:
+    """Hypothesis strategy: a random profile of 2..max_size components (shrinks by seed and size)."""
+    size = draw(st.integers(min_value=spouts + 1, max_value=max_size))
+    seed = draw(st.integers(min_value=0, max_value=2**32 - 1))
+    scalable = draw(st.booleans())
+    return random_profile(random.Random(seed), size, spouts=spouts, scalable_spout=scalable)

@@ -1,0 +1,89 @@
+"""`stormscale plan`: output shapes and exit statuses, run as a real subprocess where it matters."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stormscale.planner.cli import main
+
+from .conftest import PROFILES
+
+T17 = str(PROFILES / "thesis-topology-17.json")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stormscale.planner.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_json_output_is_the_plan_object_of_the_format() -> None:
+    result = run("plan", T17, "--budget", "3", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan == {
+        "topology": "thesis-topology-17",
+        "strategy": "combined",
+        "flowModel": "drop",
+        "budget": 3,
+        "allocation": {"11": 1, "16": 2},
+        "unallocated": 0,
+        "throughput": {"before": 4740.0, "after": 5740.0},
+        "chosen": "predictive",
+    }
+
+
+def test_table_shows_every_strategy_and_marks_the_chosen_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", T17, "--budget", "2", "--strategy", "optimal"]) == 0
+    out = capsys.readouterr().out
+    rows = {
+        line.split()[1] if line.lstrip().startswith("*") else line.split()[0]: line
+        for line in out.splitlines()
+        if line.strip().split(" ")[0] in {"*", "stela", "predictive", "combined", "optimal"}
+    }
+    assert set(rows) == {"stela", "predictive", "combined", "optimal"}
+    assert rows["optimal"].lstrip().startswith("*")
+    assert "proven optimum" in rows["optimal"]
+    assert "5,540.0" in rows["optimal"]
+    assert "5,440.0" in rows["combined"]
+    assert "16         bolt   1 → 2" in out  # component rows show units before → after
+
+
+def test_backpressure_table_names_the_throttled_column(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", T17, "--budget", "1", "--flow-model", "backpressure"]) == 0
+    assert "throttled" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["plan", "missing.json", "--budget", "1"], "missing.json: cannot read profile"),
+        (["plan", T17, "--budget", "two"], "argument --budget: invalid int value"),
+        (["plan", T17, "--budget", "1", "--strategy", "magic"], "argument --strategy: invalid choice"),
+        (["plan", T17], "the following arguments are required: --budget"),
+        (["plan", T17, "--budget", "1", "--time-limit", "0"], "argument --time-limit: must be > 0"),
+        (["frobnicate"], "argument command: invalid choice"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_invalid_profile_exits_2_naming_the_field(tmp_path: Path) -> None:
+    document = json.loads(Path(T17).read_text())
+    document["components"][3]["children"] = {"99": 1.0}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    result = run("plan", str(bad), "--budget", "1")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "stormscale: components[3].children.99: unknown component"

@@ -1,0 +1,122 @@
+"""The predictive allocator and the combined choice: seed 000 §9 vectors and §9.8 regression curves."""
+
+from __future__ import annotations
+
+import pytest
+from stormscale.planner import FlowModel, Strategy, make_plan
+from stormscale.planner.model import Topology
+from stormscale.planner.predictive import candidates, predictive_alloc
+
+from .conftest import thesis
+
+
+def named(topology: Topology, extra: dict[int, int]) -> dict[str, int]:
+    return {topology.components[v].id: n for v, n in extra.items() if n}
+
+
+def test_topology_17_candidate_list(t17: Topology) -> None:
+    found = {
+        (t17.components[c.head].id, c.r): (named(t17, dict(c.extra)), c.gain, c.count)
+        for c in candidates(t17, t17.units, 6, FlowModel.DROP)
+    }
+    assert found[("16", 1)] == ({"16": 1}, pytest.approx(500), 1)
+    assert found[("16", 2)] == ({"16": 2}, pytest.approx(700), 2)
+    assert ("16", 3) not in found  # decongested at r = 2 (1500 ≥ 1200)
+    assert found[("11", 1)] == ({"11": 1}, pytest.approx(300), 1)
+    assert found[("9", 1)] == ({"9": 1, "16": 2, "17": 1}, pytest.approx(1100), 4)
+    assert found[("4", 1)] == ({"4": 1, "9": 1, "16": 3, "17": 1}, pytest.approx(1700), 6)
+    assert found[("10", 1)] == ({"10": 1}, pytest.approx(200), 1)
+    assert found[("5", 1)] == ({"5": 1, "10": 1, "11": 2}, pytest.approx(620), 4)
+    assert found[("8", 1)] == ({"8": 1}, pytest.approx(60), 1)
+    assert found[("6", 1)] == ({"6": 1}, pytest.approx(40), 1)
+
+
+@pytest.mark.parametrize(
+    ("budget", "allocation", "gain"),
+    [(1, {"16": 1}, 500), (2, {"16": 2}, 700), (3, {"11": 1, "16": 2}, 1000)],
+)
+def test_table_6_8_our_column_and_combined(
+    t17: Topology, budget: int, allocation: dict[str, int], gain: float
+) -> None:
+    ours = make_plan(t17, budget, Strategy.PREDICTIVE)
+    assert (ours.allocation, ours.gain) == (allocation, pytest.approx(gain))
+    combined = make_plan(t17, budget, Strategy.COMBINED)
+    assert (combined.allocation, combined.chosen) == (allocation, Strategy.PREDICTIVE)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("linear", [({"3": 1}, 150), ({"2": 1, "3": 1}, 250), ({"2": 1, "3": 2}, 250)]),
+        (
+            "diamond",
+            [({"3": 1}, 200), ({"3": 2}, 300), ({"2": 1, "3": 2}, 300), ({"2": 1, "3": 2, "4": 1}, 400)],
+        ),
+        (
+            "simple-tree",
+            [
+                ({"3": 1}, 300),
+                ({"3": 1, "4": 1}, 400),
+                ({"2": 1, "3": 1, "4": 1}, 800),
+                ({"2": 1, "3": 2, "4": 1}, 800),
+            ],
+        ),
+        ("topology-10", [({"4": 1}, 1020), ({"4": 1, "5": 1}, 1040), ({"3": 1, "4": 1, "7": 1}, 2800)]),
+    ],
+)
+def test_ours_on_the_other_thesis_tables_model_values(
+    name: str, expected: list[tuple[dict[str, int], float]]
+) -> None:
+    topology = thesis(name)
+    for budget, (allocation, gain) in enumerate(expected, start=1):
+        plan = make_plan(topology, budget, Strategy.PREDICTIVE)
+        assert (plan.allocation, plan.gain) == (allocation, pytest.approx(gain))
+
+
+def test_diamond_joint_check_rejects_a_set_that_leaves_the_shared_sink_congested() -> None:
+    diamond = thesis("diamond")
+    decongesting = predictive_alloc(diamond, diamond.units, 3, FlowModel.DROP).extra
+    assert named(diamond, decongesting) == {"3": 2}  # (2,1) with (3,2) needs 4: rejected (R-8)
+
+
+def test_simple_tree_combined_picks_stela_at_two_units() -> None:
+    plan = make_plan(thesis("simple-tree"), 2, Strategy.COMBINED)
+    assert (plan.allocation, plan.gain, plan.chosen) == ({"2": 1, "4": 1}, pytest.approx(500), Strategy.STELA)
+
+
+def test_batch_is_not_serial_on_topology_10(t10: Topology) -> None:
+    two = make_plan(t10, 2, Strategy.PREDICTIVE).allocation
+    three = make_plan(t10, 3, Strategy.PREDICTIVE).allocation
+    assert two == {"4": 1, "5": 1}
+    assert three == {"3": 1, "4": 1, "7": 1}
+
+
+CURVES = {  # seed 000 §9.8 [REF]: ΔΘ for budgets 1..10 (S = Stela, O = ours, C = combined)
+    "topology-17": {
+        "S": [40, 140, 200, 440, 500, 1000, 1500, 1800, 2000, 2060],
+        "O": [500, 700, 1000, 1200, 1400, 1600, 2000, 2200, 2260, 2320],
+        "C": [500, 700, 1000, 1200, 1400, 1600, 2000, 2200, 2260, 2320],
+    },
+    "topology-10": {
+        "S": [1312, 1332, 2956, 3424, 4444, 5160, 10680, 11600, 11640, 12776],
+        "O": [1020, 1040, 2800, 2820, 4444, 5160, 10680, 11600, 11880, 11920],
+        "C": [1312, 1332, 2956, 3424, 4444, 5160, 10680, 11600, 11880, 12776],
+    },
+}
+SERIES = {"S": Strategy.STELA, "O": Strategy.PREDICTIVE, "C": Strategy.COMBINED}
+
+
+@pytest.mark.parametrize("name", sorted(CURVES))
+@pytest.mark.parametrize("series", sorted(SERIES))
+def test_reference_curves_budgets_1_to_10(name: str, series: str) -> None:
+    topology = thesis(name)
+    gains = [make_plan(topology, n, SERIES[series]).gain for n in range(1, 11)]
+    assert gains == pytest.approx(CURVES[name][series], abs=1e-6)
+
+
+def test_combined_beats_stela_on_topology_17_by_the_reference_margins(t17: Topology) -> None:
+    margins = [
+        make_plan(t17, n, Strategy.COMBINED).gain - make_plan(t17, n, Strategy.STELA).gain
+        for n in range(1, 11)
+    ]
+    assert margins == pytest.approx([460, 560, 800, 760, 900, 600, 500, 400, 260, 260])  # TC-13

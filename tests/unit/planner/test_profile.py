@@ -1,0 +1,191 @@
+"""The profile loader: the five examples load, and every rejection rule names its field."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stormscale.planner import Kind, ProfileError, load_profile, parse_profile
+
+EXAMPLES = sorted((Path(__file__).parents[3] / "examples" / "profiles").glob("*.json"))
+
+
+def test_the_five_thesis_examples_are_in_the_repository() -> None:
+    assert [p.stem for p in EXAMPLES] == [
+        "thesis-diamond",
+        "thesis-linear",
+        "thesis-simple-tree",
+        "thesis-topology-10",
+        "thesis-topology-17",
+    ]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_load_with_their_components_and_edges(path: Path) -> None:
+    document = json.loads(path.read_text())
+    topology = load_profile(path)
+    assert [c.id for c in topology.components] == [c["id"] for c in document["components"]]
+    edges = sum(len(c.get("children", {})) for c in document["components"])
+    assert sum(len(c.children) for c in topology.components) == edges
+    assert len(topology.order) == len(topology.components)
+
+
+def base() -> dict[str, Any]:
+    return {
+        "topology": "t",
+        "components": [
+            {
+                "id": "s",
+                "kind": "spout",
+                "units": 1,
+                "outputPerUnit": 100.0,
+                "children": {"a": 0.5, "b": 0.5},
+            },
+            {"id": "a", "kind": "bolt", "units": 1, "capacityPerUnit": 80.0, "children": {"b": 1.0}},
+            {"id": "b", "kind": "bolt", "units": 2, "capacityPerUnit": 50.0},
+        ],
+    }
+
+
+def mutated(path: list[Any], value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(base())
+    target: Any = doc
+    for key in path[:-1]:
+        target = target[key]
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return doc
+
+
+DELETE = object()
+
+REJECTIONS = [
+    ("repeated id", mutated(["components", 2, "id"], "a"), "components[2].id: 'a' repeats components[1]"),
+    (
+        "unknown child",
+        mutated(["components", 1, "children"], {"9": 1.0}),
+        "components[1].children.9: unknown component",
+    ),
+    ("cycle", mutated(["components", 2, "children"], {"a": 1.0}), "components[1].children: cycle a → b → a"),
+    ("self loop", mutated(["components", 2, "children"], {"b": 1.0}), "components[2].children: cycle b → b"),
+    (
+        "fraction above 1",
+        mutated(["components", 1, "children"], {"b": 1.5}),
+        "components[1].children.b: fraction",
+    ),
+    (
+        "negative fraction",
+        mutated(["components", 1, "children"], {"b": -0.1}),
+        "components[1].children.b: fraction",
+    ),
+    (
+        "fractions sum above 1",
+        mutated(["components", 0, "children"], {"a": 0.6, "b": 0.5}),
+        "components[0].children: fractions sum to 1.1",
+    ),
+    (
+        "negative rate",
+        mutated(["components", 1, "capacityPerUnit"], -1.0),
+        "components[1].capacityPerUnit: must be ≥ 0",
+    ),
+    (
+        "zero capacity",
+        mutated(["components", 1, "capacityPerUnit"], 0.0),
+        "components[1].capacityPerUnit: must be > 0",
+    ),
+    (
+        "infinite rate",
+        mutated(["components", 0, "outputPerUnit"], float("inf")),
+        "components[0].outputPerUnit: must be a finite number",
+    ),
+    (
+        "NaN selectivity",
+        mutated(["components", 1, "selectivity"], float("nan")),
+        "components[1].selectivity: must be a finite number",
+    ),
+    (
+        "negative external input",
+        mutated(["components", 2, "externalInput"], -5),
+        "components[2].externalInput: must be ≥ 0",
+    ),
+    (
+        "units above maxUnits",
+        mutated(["components", 2, "maxUnits"], 1),
+        "components[2].units: 2 exceeds maxUnits 1",
+    ),
+    (
+        "bolt without capacity",
+        mutated(["components", 1, "capacityPerUnit"], DELETE),
+        "components[1].capacityPerUnit: missing",
+    ),
+    (
+        "spout without output",
+        mutated(["components", 0, "outputPerUnit"], DELETE),
+        "components[0].outputPerUnit: missing",
+    ),
+    ("unknown kind", mutated(["components", 1, "kind"], "sink"), "components[1].kind: must be"),
+    ("fractional units", mutated(["components", 1, "units"], 1.5), "components[1].units: must be an integer"),
+    (
+        "negative units",
+        mutated(["components", 1, "units"], -1),
+        "components[1].units: must be an integer ≥ 0",
+    ),
+    ("boolean units", mutated(["components", 1, "units"], True), "components[1].units: must be an integer"),
+    ("empty components", mutated(["components"], []), "components: must be a non-empty list"),
+    (
+        "spout as a child",
+        mutated(["components", 1, "children"], {"s": 1.0}),
+        "components[1].children.s: a spout cannot receive tuples",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("document", "message"), [(d, m) for _, d, m in REJECTIONS], ids=[n for n, _, _ in REJECTIONS]
+)
+def test_invalid_profiles_are_rejected_naming_the_field(document: dict[str, Any], message: str) -> None:
+    with pytest.raises(ProfileError) as err:
+        parse_profile(document)
+    assert str(err.value).startswith(message)
+    assert "\n" not in str(err.value)
+
+
+def test_the_base_profile_itself_is_valid() -> None:
+    topology = parse_profile(base())
+    assert [c.id for c in topology.components] == ["s", "a", "b"]
+
+
+def test_max_units_absent_null_and_set() -> None:
+    doc = base()
+    doc["components"][1]["maxUnits"] = 4
+    topology = parse_profile(doc)
+    spout, a, b = topology.components
+    assert spout.kind is Kind.SPOUT
+    assert spout.max_units == 1
+    assert spout.min_units == 1
+    assert a.max_units == 4
+    assert b.max_units is None  # absent: bolt unbounded
+    doc["components"][0]["maxUnits"] = None
+    assert parse_profile(doc).components[0].max_units is None  # null: unbounded spout
+
+
+def test_fractions_may_sum_to_one_within_tolerance_and_unknown_fields_are_ignored() -> None:
+    doc = base()
+    doc["components"][0]["children"] = {"a": 0.5, "b": 0.5 + 5e-7}
+    doc["components"][0]["confidence"] = {"samples": 12}
+    doc["owner"] = "team-x"
+    assert parse_profile(doc).components[0].children == (("a", 0.5), ("b", 0.5 + 5e-7))
+
+
+def test_missing_file_and_bad_json_are_profile_errors(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="cannot read profile"):
+        load_profile(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ nope")
+    with pytest.raises(ProfileError, match=r"not valid JSON \(line 1"):
+        load_profile(bad)
