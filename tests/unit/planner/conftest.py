@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from stormscale.planner import Topology, load_profile
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"

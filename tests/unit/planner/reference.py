@@ -13,7 +13,9 @@ from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
+
 from stormscale.planner import FlowModel, Topology
+from stormscale.planner.synthetic import random_profile
 
 
 def reference_throughput(topology: Topology, units: tuple[int, ...], model: FlowModel) -> float:
@@ -116,45 +118,6 @@ def removals(topology: Topology, remove: int) -> Iterator[tuple[int, ...]]:
     for extra in itertools.product(*ranges):
         if -sum(extra) == remove:
             yield extra
-
-
-def random_profile(
-    rng: random.Random, size: int, *, spouts: int = 1, scalable_spout: bool = True
-) -> dict[str, Any]:
-    """A random layered DAG profile: spouts first, every bolt has at least one parent."""
-    components: list[dict[str, Any]] = []
-    for i in range(size):
-        cid = f"c{i}"
-        if i < spouts:
-            comp: dict[str, Any] = {
-                "id": cid,
-                "kind": "spout",
-                "units": rng.randint(1, 2),
-                "outputPerUnit": float(rng.choice([200, 500, 1000])),
-            }
-            if scalable_spout:
-                comp["maxUnits"] = None
-        else:
-            comp = {
-                "id": cid,
-                "kind": "bolt",
-                "units": rng.randint(0, 2),
-                "capacityPerUnit": float(rng.choice([100, 150, 300, 400, 700])),
-                "selectivity": rng.choice([0.5, 1.0, 1.0, 2.0]),
-            }
-            if rng.random() < 0.3:
-                comp["maxUnits"] = comp["units"] + rng.randint(0, 2)
-        components.append(comp)
-    for i in range(spouts, size):
-        parent_pool = list(range(i))
-        for p in rng.sample(parent_pool, k=min(len(parent_pool), rng.choice([1, 1, 2]))):
-            components[p].setdefault("children", {})[f"c{i}"] = 1.0
-    for comp in components:  # split each component's output over its children
-        kids = comp.get("children", {})
-        if kids:
-            weights = [rng.choice([1, 2, 3]) for _ in kids]
-            comp["children"] = {k: w / sum(weights) for k, w in zip(kids, weights, strict=True)}
-    return {"topology": f"random-{size}", "components": components}
 
 
 @st.composite

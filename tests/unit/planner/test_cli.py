@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from stormscale.planner.cli import main
 
 from .conftest import PROFILES

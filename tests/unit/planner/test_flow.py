@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+
 from stormscale.planner import FlowModel, evaluate, parse_profile, throughput
 from stormscale.planner.flow import backpressure_rates, drop_rates
 from stormscale.planner.model import Topology, add_allocation

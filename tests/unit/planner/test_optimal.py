@@ -8,12 +8,14 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from stormscale.planner import FlowModel, Strategy, make_plan, parse_profile, throughput
 from stormscale.planner.model import Topology
 from stormscale.planner.optimal import optimal_alloc
+from stormscale.planner.synthetic import random_profile
 
 from .conftest import PROFILES
-from .reference import allocations, profiles, random_profile, removals
+from .reference import allocations, profiles, removals
 
 
 def test_topology_17_two_units_reach_800_where_combined_predicts_700(t17: Topology) -> None:

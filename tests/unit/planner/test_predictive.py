@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from stormscale.planner import FlowModel, Strategy, make_plan
 from stormscale.planner.model import Topology
 from stormscale.planner.predictive import candidates, predictive_alloc

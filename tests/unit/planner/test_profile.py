@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from stormscale.planner import Kind, ProfileError, load_profile, parse_profile
 
 EXAMPLES = sorted((Path(__file__).parents[3] / "examples" / "profiles").glob("*.json"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from stormscale.planner import FlowModel, Strategy, compare_strategies, parse_profile
 from stormscale.planner.model import add_allocation
 

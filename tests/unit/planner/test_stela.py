@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
+
 from stormscale.planner import FlowModel, Strategy, make_plan, parse_profile
 from stormscale.planner.flow import drop_rates
 from stormscale.planner.model import Topology

@@ -72,9 +72,10 @@ def drop_rates(topology: Topology, units: Units) -> DropRates:
     outputs = [0.0] * n
     comps = topology.components
     parents = topology.parents
+    spout = topology.spout_flags
     for v in topology.order:
         c = comps[v]
-        if c.is_spout:
+        if spout[v]:
             outputs[v] = units[v] * c.output_per_unit
             continue
         arriving = c.external_input
@@ -83,7 +84,7 @@ def drop_rates(topology: Topology, units: Units) -> DropRates:
         capacity = units[v] * c.capacity_per_unit
         inputs[v] = arriving
         capacities[v] = capacity
-        outputs[v] = min(arriving, capacity) * c.selectivity
+        outputs[v] = (arriving if arriving < capacity else capacity) * c.selectivity
     return DropRates(tuple(inputs), tuple(capacities), tuple(outputs))
 
 
@@ -105,41 +106,48 @@ def backpressure_rates(topology: Topology, units: Units) -> BackpressureRates:
     """Evaluate the backpressure model: demand pass, bottleneck pass (reverse), flow pass."""
     n = len(topology.components)
     comps = topology.components
+    spout = topology.spout_flags
+    parents = topology.parents
     demands = [0.0] * n
     demand_out = [0.0] * n
     for v in topology.order:
         c = comps[v]
-        if c.is_spout:
+        if spout[v]:
             demand_out[v] = units[v] * c.output_per_unit
             continue
         d = c.external_input
-        for p, f in topology.parents[v]:
+        for p, f in parents[v]:
             d += demand_out[p] * f
         demands[v] = d
         demand_out[v] = d * c.selectivity
     # tightest[v] = min over v and everything below it of P/D (how far a source feeding v must slow)
     tightest = [INF] * n
+    below = [INF] * n  # the same, over v's descendants only
     for v in reversed(topology.order):
-        c = comps[v]
-        own = INF
-        if not c.is_spout and demands[v] > 0:
-            own = units[v] * c.capacity_per_unit / demands[v]
-        below = min((tightest[k] for k, _ in topology.children[v]), default=INF)
-        tightest[v] = min(own, below)
+        low = INF
+        for k in topology.children_ids[v]:
+            low = min(low, tightest[k])
+        below[v] = low
+        if not spout[v] and demands[v] > 0:
+            own = units[v] * comps[v].capacity_per_unit / demands[v]
+            low = min(low, own)
+        tightest[v] = low
     throttles = [1.0] * n
     inputs = [0.0] * n
     outputs = [0.0] * n
     for v in topology.order:
         c = comps[v]
-        if c.is_spout:
-            alpha = min(1.0, min((tightest[k] for k, _ in topology.children[v]), default=INF))
+        if spout[v]:
+            alpha = below[v] if below[v] < 1.0 else 1.0
             throttles[v] = alpha
             outputs[v] = alpha * units[v] * c.output_per_unit
             continue
-        alpha = min(1.0, tightest[v]) if c.external_input > 0 else 1.0
+        alpha = 1.0
+        if c.external_input > 0 and tightest[v] < 1.0:
+            alpha = tightest[v]
         throttles[v] = alpha
         arriving = alpha * c.external_input
-        for p, f in topology.parents[v]:
+        for p, f in parents[v]:
             arriving += outputs[p] * f
         inputs[v] = arriving
         outputs[v] = arriving * c.selectivity

@@ -111,6 +111,16 @@ class Topology:
         return tuple(out)
 
     @cached_property
+    def spout_flags(self) -> tuple[bool, ...]:
+        """``spout_flags[i]``: component i is a spout (a plain tuple for the hot loops)."""
+        return tuple(c.is_spout for c in self.components)
+
+    @cached_property
+    def children_ids(self) -> tuple[tuple[int, ...], ...]:
+        """``children_ids[i]``: child indexes of component i, without fractions."""
+        return tuple(tuple(c for c, _ in kids) for kids in self.children)
+
+    @cached_property
     def sinks(self) -> tuple[int, ...]:
         """Components without children; Θ is the sum of their outputs."""
         return tuple(i for i, kids in enumerate(self.children) if not kids)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
+
 from stormscale.planner.flow import FlowModel, throughput
 from stormscale.planner.model import Topology, Units
 

@@ -199,7 +199,7 @@ def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowMod
             spout = min(heads, key=lambda v: (allocation.get(v, 0), topology.rank[v]))
             allocation[spout] = allocation.get(spout, 0) + 1
             continue
-        head = min(heads, key=lambda h: _residual_rank(topology, state, rates, h, model))
+        head = _cheapest_head(topology, state, rates, heads, model)
         allocation[head] = allocation.get(head, 0) + 1
         if left > 1:
             sub, sub_units = subtree_topology(topology, apply_extra(state, {head: 1}), rates, head)
@@ -210,13 +210,22 @@ def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowMod
     return {v: a for v, a in allocation.items() if a}
 
 
-def _residual_rank(
-    topology: Topology, units: Units, rates: DropRates, head: int, model: FlowModel
-) -> tuple[float, float, int]:
-    """(units its r = 1 candidate needs, −ΔΘ, id rank); infeasible candidates rank last."""
-    extra = decongest(topology, units, rates, {head: 1})
-    if extra is None:
-        return (math.inf, 0.0, topology.rank[head])
+def _cheapest_head(
+    topology: Topology, units: Units, rates: DropRates, heads: list[int], model: FlowModel
+) -> int:
+    """The head whose r = 1 candidate needs the fewest units, then has the larger ΔΘ, then the lower id.
+
+    Infeasible candidates (a descendant beyond ``maxUnits``) rank last; ΔΘ is computed only to break
+    ties on the unit count.
+    """
+    need: dict[int, tuple[float, Extra]] = {}
+    for h in heads:
+        extra = decongest(topology, units, rates, {h: 1})
+        need[h] = (math.inf, {}) if extra is None else (sum(extra.values()), extra)
+    fewest = min(n for n, _ in need.values())
+    tied = [h for h in heads if need[h][0] == fewest]
+    if len(tied) == 1 or math.isinf(fewest):
+        return tied[0]
     base = throughput(topology, units, model)
-    gain = throughput(topology, apply_extra(units, extra), model) - base
-    return (sum(extra.values()), -gain, topology.rank[head])
+    gains = {h: throughput(topology, apply_extra(units, need[h][1]), model) - base for h in tied}
+    return min(tied, key=lambda h: (-gains[h], topology.rank[h]))
