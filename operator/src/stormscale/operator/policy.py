@@ -1,0 +1,134 @@
+"""The StormTopology spec (``stormscale.io/v1alpha1``) as typed, validated policy.
+
+The CRD schema refuses most invalid specs at the API server; this model checks the same rules again
+(the operator must not act on a spec an older CRD let through) and turns the camelCase resource into
+a frozen :class:`Policy` for the reconcile logic.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from stormscale.planner import FlowModel, Strategy
+
+_DURATION = re.compile(r"^([0-9]+)(s|m|h)$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+class InvalidSpecError(ValueError):
+    """The spec breaks a rule; the message names the field."""
+
+
+def parse_duration(text: str) -> float:
+    """``"90s"``, ``"5m"``, ``"1h"`` → seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"not a duration like 30s, 5m or 1h: {text!r}")
+    return float(int(match.group(1)) * _SECONDS[match.group(2)])
+
+
+class Mode(StrEnum):
+    MANUAL = "Manual"
+    RECOMMEND = "Recommend"
+    AUTO = "Auto"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class NimbusSpec(_Model):
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(default=6627, ge=1, le=65535)
+
+
+class UiSpec(_Model):
+    url: str | None = Field(default=None, pattern=r"^https?://")
+
+
+class WorkersSpec(_Model):
+    deployment: str = Field(min_length=1, max_length=253)
+    slots_per_pod: int = Field(default=1, ge=1, le=64)
+
+
+class MetricsSpec(_Model):
+    prometheus: str = Field(pattern=r"^https?://")
+    window: str = Field(default="5m", pattern=_DURATION.pattern)
+    max_age: str = Field(default="2m", pattern=_DURATION.pattern)
+
+
+class ScalingSpec(_Model):
+    mode: Mode = Mode.MANUAL
+    budget: int = Field(default=0, ge=-1000, le=1000)
+    min_units: int = Field(default=0, ge=-1000, le=1000)
+    max_units: int = Field(default=16, ge=-1000, le=1000)
+    strategy: str = Field(default="Combined", pattern="^(Combined|Stela|Predictive|Optimal)$")
+    flow_model: str = Field(default="Backpressure", pattern="^(Backpressure|Drop)$")
+    cooldown: str = Field(default="5m", pattern=_DURATION.pattern)
+    scale_in_delay: str = Field(default="15m", pattern=_DURATION.pattern)
+    congestion_threshold: float = Field(default=0.05, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ScalingSpec:
+        if self.min_units > self.max_units:
+            raise ValueError("scaling.minUnits must not exceed scaling.maxUnits")
+        if self.budget > self.max_units:
+            raise ValueError("scaling.budget must not exceed scaling.maxUnits")
+        return self
+
+
+class ComponentOverride(_Model):
+    name: str = Field(min_length=1, max_length=253)
+    capacity_per_unit: float | None = Field(default=None, gt=0)
+    max_units: int | None = Field(default=None, ge=1)
+
+
+class StormTopologySpec(_Model):
+    topology_name: str = Field(min_length=1, max_length=253)
+    nimbus: NimbusSpec
+    ui: UiSpec = UiSpec()
+    workers: WorkersSpec
+    metrics: MetricsSpec
+    scaling: ScalingSpec = ScalingSpec()
+    components: tuple[ComponentOverride, ...] = ()
+
+
+class Policy(_Model):
+    """What reconcile needs, in planner terms; built by :func:`parse_spec`."""
+
+    spec: StormTopologySpec
+    mode: Mode
+    budget: int
+    strategy: Strategy
+    flow_model: FlowModel
+    window_s: float
+    max_age_s: float
+    cooldown_s: float
+    scale_in_delay_s: float
+
+
+def parse_spec(raw: dict[str, Any]) -> Policy:
+    """Validate ``spec`` and build the :class:`Policy`; raises :class:`InvalidSpecError` naming the field."""
+    try:
+        spec = StormTopologySpec.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "spec"
+        raise InvalidSpecError(f"spec.{where}: {first['msg']}") from None
+    scaling = spec.scaling
+    return Policy(
+        spec=spec,
+        mode=scaling.mode,
+        budget=scaling.budget,
+        strategy=Strategy(scaling.strategy.lower()),
+        flow_model=FlowModel(scaling.flow_model.lower()),
+        window_s=parse_duration(spec.metrics.window),
+        max_age_s=parse_duration(spec.metrics.max_age),
+        cooldown_s=parse_duration(scaling.cooldown),
+        scale_in_delay_s=parse_duration(scaling.scale_in_delay),
+    )

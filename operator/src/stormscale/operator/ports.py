@@ -1,0 +1,98 @@
+"""Ports: the side effects reconcile needs, each behind a small protocol, and the values they return.
+
+Adapters implement them against the real Kubernetes API, Nimbus and Prometheus; unit tests use
+recording fakes. Every port raises :class:`UnavailableError` (try again later) or :class:`RefusedError` (the
+request itself is wrong) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from stormscale.planner import Topology
+
+
+class UnavailableError(RuntimeError):
+    """A dependency cannot answer now (down, timing out, not the leader): retry with backoff."""
+
+
+class RefusedError(RuntimeError):
+    """A dependency refused the request (not found, invalid, forbidden): retrying will not help."""
+
+
+class StaleMetricsError(UnavailableError):
+    """The newest samples are older than the spec's ``metrics.maxAge``, or too few."""
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The worker Deployment as reconcile needs it."""
+
+    replicas: int
+    cpu_limit_millicores: int | None
+    hpa: str | None = None  # name of an HPA that targets the Deployment, if any
+
+
+@dataclass(frozen=True)
+class StormTopologyState:
+    """A topology as Nimbus reports it."""
+
+    status: str  # ACTIVE, INACTIVE, REBALANCING, KILLED
+    executors: Mapping[str, int]  # user components only
+    tasks: Mapping[str, int]
+    workers: int
+
+    @property
+    def active(self) -> bool:
+        return self.status == "ACTIVE"
+
+
+@dataclass(frozen=True)
+class MeasuredProfile:
+    """The aggregation's profile (units = executors when measured) and its observed throughput."""
+
+    topology: Topology
+    throughput: float
+    age_s: float
+
+
+class WorkerDeployments(Protocol):
+    def read(self, namespace: str, name: str) -> Workers: ...
+
+    def scale(self, namespace: str, name: str, replicas: int) -> None:
+        """Set (never add to) the replica count, as the operator's field manager."""
+
+
+class Nimbus(Protocol):
+    def describe(self, topology: str) -> StormTopologyState: ...
+
+    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
+        """Set every component's executors and the worker count in one rebalance."""
+
+
+class Profiler(Protocol):
+    def profile(self, topology: str, window_s: float) -> MeasuredProfile: ...
+
+
+class StatusWriter(Protocol):
+    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+        """Merge-patch the resource's status now (used to record intent before acting)."""
+
+
+class Events(Protocol):
+    def normal(self, reason: str, message: str) -> None: ...
+
+    def warning(self, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Everything reconcile may touch."""
+
+    deployments: WorkerDeployments
+    nimbus: Nimbus
+    profiler: Profiler
+    status: StatusWriter
+    events: Events

@@ -1,0 +1,140 @@
+"""Recording fakes of the reconcile ports: they keep state like the real systems and log every call."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stormscale.operator.ports import (
+    MeasuredProfile,
+    Ports,
+    RefusedError,
+    StormTopologyState,
+    UnavailableError,
+    Workers,
+)
+from stormscale.planner import FlowModel, Topology, throughput
+
+Journal = list[tuple[str, Any]]
+
+
+@dataclass
+class FakeCluster:
+    replicas: int = 3
+    cpu_limit_millicores: int | None = 500
+    hpa: str | None = None
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    fail_scale: Exception | None = None
+    fail_read: Exception | None = None
+    journal: Journal = field(default_factory=list)
+
+    def read(self, namespace: str, name: str) -> Workers:
+        self.calls.append(("read", name))
+        if self.fail_read:
+            raise self.fail_read
+        return Workers(self.replicas, self.cpu_limit_millicores, self.hpa)
+
+    def scale(self, namespace: str, name: str, replicas: int) -> None:
+        self.calls.append(("scale", replicas))
+        self.journal.append(("scale", replicas))
+        if self.fail_scale:
+            raise self.fail_scale
+        self.replicas = replicas
+
+
+@dataclass
+class FakeNimbus:
+    executors: dict[str, int]
+    tasks: dict[str, int]
+    status: str = "ACTIVE"
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    fail_rebalance: Exception | None = None
+    fail_describe: Exception | None = None
+    applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet
+    journal: Journal = field(default_factory=list)
+
+    def describe(self, topology: str) -> StormTopologyState:
+        self.calls.append(("describe", topology))
+        if self.fail_describe:
+            raise self.fail_describe
+        return StormTopologyState(
+            self.status, dict(self.executors), dict(self.tasks), sum(self.executors.values())
+        )
+
+    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
+        self.calls.append(("rebalance", (dict(executors), workers)))
+        self.journal.append(("rebalance", dict(executors)))
+        if self.fail_rebalance:
+            raise self.fail_rebalance
+        if self.applies_rebalance:
+            self.executors = dict(executors)
+
+
+@dataclass
+class FakeProfiler:
+    topology: Topology
+    age_s: float = 5.0
+    calls: int = 0
+    fail: Exception | None = None
+
+    def profile(self, topology: str, window_s: float) -> MeasuredProfile:
+        self.calls += 1
+        if self.fail:
+            raise self.fail
+        theta = throughput(self.topology, self.topology.units, FlowModel.BACKPRESSURE)
+        return MeasuredProfile(self.topology, theta, self.age_s)
+
+
+@dataclass
+class FakeStatus:
+    saved: list[dict[str, Any]] = field(default_factory=list)
+    journal: Journal = field(default_factory=list)
+    fail: Exception | None = None
+
+    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+        if self.fail:
+            raise self.fail
+        self.saved.append(dict(status))
+        self.journal.append(("save", sorted(status)))
+
+
+@dataclass
+class FakeEvents:
+    posted: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def normal(self, reason: str, message: str) -> None:
+        self.posted.append(("Normal", reason, message))
+
+    def warning(self, reason: str, message: str) -> None:
+        self.posted.append(("Warning", reason, message))
+
+
+@dataclass
+class World:
+    cluster: FakeCluster
+    nimbus: FakeNimbus
+    profiler: FakeProfiler
+    status: FakeStatus = field(default_factory=FakeStatus)
+    events: FakeEvents = field(default_factory=FakeEvents)
+    journal: Journal = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for part in (self.cluster, self.nimbus, self.status):
+            part.journal = self.journal
+
+    @property
+    def ports(self) -> Ports:
+        return Ports(self.cluster, self.nimbus, self.profiler, self.status, self.events)
+
+
+__all__ = [
+    "FakeCluster",
+    "FakeEvents",
+    "FakeNimbus",
+    "FakeProfiler",
+    "FakeStatus",
+    "RefusedError",
+    "UnavailableError",
+    "World",
+]

@@ -1,0 +1,219 @@
+"""Reconcile with recording fakes: every branch, including failures between the two writes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormscale.operator.policy import Policy, parse_spec
+from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
+from stormscale.operator.reconcile import Outcome, Resource, reconcile
+from stormscale.planner import load_profile
+
+from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
+
+PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
+LINEAR = load_profile(PROFILES / "thesis-linear.json")  # 1 → 2 → 3 → 4, one unit each
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+RESOURCE = Resource("streaming", "linear", generation=1)
+
+
+def policy(**scaling: Any) -> Policy:
+    return parse_spec(
+        {
+            "topologyName": "linear",
+            "nimbus": {"host": "nimbus"},
+            "workers": {"deployment": "linear-workers", "slotsPerPod": scaling.pop("slotsPerPod", 1)},
+            "metrics": {"prometheus": "http://prometheus:9090"},
+            "scaling": {"budget": 2, "flowModel": "Drop", **scaling},
+        }
+    )
+
+
+def world(**nimbus: Any) -> World:
+    executors = nimbus.pop("executors", {"1": 1, "2": 1, "3": 1, "4": 1})
+    tasks = nimbus.pop("tasks", dict.fromkeys(executors, 8))
+    return World(FakeCluster(replicas=4), FakeNimbus(executors, tasks, **nimbus), FakeProfiler(LINEAR))
+
+
+def run(w: World, p: Policy, status: dict[str, Any] | None = None, minutes: float = 0) -> Outcome:
+    return reconcile(RESOURCE, p, status or {}, w.ports, T0 + timedelta(minutes=minutes))
+
+
+def conditions(outcome: Outcome) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
+
+
+def test_budget_is_planned_applied_and_verified_with_one_event() -> None:
+    w = world()
+    first = run(w, policy())
+    assert w.journal == [  # intent is recorded before the first write
+        ("save", ["lastPlan", "pending"]),
+        ("scale", 6),
+        ("rebalance", {"1": 1, "2": 2, "3": 2, "4": 1}),
+    ]
+    assert w.nimbus.calls[-1] == ("rebalance", ({"1": 1, "2": 2, "3": 2, "4": 1}, 6))
+    assert conditions(first)["Progressing"] == ("True", "RebalanceRequested")
+    assert first.retry_after is not None
+    assert w.events.posted == []
+    second = run(w, policy(), first.status, minutes=1)
+    assert conditions(second)["Ready"] == ("True", "Applied")
+    assert second.status["units"] == {"1": 1, "2": 2, "3": 2, "4": 1}
+    assert second.status["appliedBudget"] == 2
+    assert second.status["totalUnits"] == 6
+    assert "pending" not in second.status
+    assert [e[:2] for e in w.events.posted] == [("Normal", "ScalingApplied")]
+    assert "predicted 250 → 500" in w.events.posted[0][2]
+
+
+def test_status_shows_every_strategy_side_by_side() -> None:
+    w = world()
+    plan = run(w, policy()).status["lastPlan"]
+    assert set(plan["alternatives"]) == {"stela", "predictive", "combined", "optimal"}
+    assert plan["chosen"] == "predictive"
+    assert plan["allocation"] == {"2": 1, "3": 1}
+    assert plan["predicted"] == {"before": 250.0, "after": 500.0}
+
+
+def test_reapplying_the_same_spec_changes_nothing() -> None:
+    w = world()
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    calls_before = (len(w.cluster.calls), len(w.nimbus.calls), w.profiler.calls, len(w.events.posted))
+    again = run(w, policy(), status, minutes=2)
+    assert conditions(again)["Ready"] == ("True", "Applied")
+    assert [c for c in w.cluster.calls[calls_before[0] :] if c[0] == "scale"] == []
+    assert [c for c in w.nimbus.calls[calls_before[1] :] if c[0] == "rebalance"] == []
+    assert w.profiler.calls == calls_before[2]  # no new profile, no new plan
+    assert len(w.events.posted) == calls_before[3]
+    assert again.retry_after is None
+
+
+def test_a_failure_between_the_two_writes_resumes_the_same_plan() -> None:
+    w = world()
+    w.nimbus.fail_rebalance = UnavailableError("nimbus: connection refused")
+    broken = run(w, policy())
+    assert w.cluster.replicas == 6  # the first write happened
+    assert conditions(broken)["Degraded"] == ("True", "ApplyUnavailable")
+    assert broken.status["pending"]["units"] == {"1": 1, "2": 2, "3": 2, "4": 1}
+    w.nimbus.fail_rebalance = None
+    w.profiler.topology = load_profile(PROFILES / "thesis-diamond.json")  # metrics moved meanwhile: no matter
+    resumed = run(w, policy(), broken.status, minutes=1)
+    assert w.profiler.calls == 1  # not re-planned
+    assert w.nimbus.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
+    done = run(w, policy(), resumed.status, minutes=2)
+    assert done.status["appliedBudget"] == 2
+    assert [e[1] for e in w.events.posted] == ["ApplyUnavailable", "ScalingApplied"]
+
+
+def test_replicas_are_set_not_added_when_a_pass_repeats() -> None:
+    w = world(applies_rebalance=False)  # Storm accepts the rebalance but lags behind
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    assert [c for c in w.cluster.calls if c[0] == "scale"] == [("scale", 6)]  # second pass: already 6
+    assert [c[0] for c in w.nimbus.calls].count("rebalance") == 2  # set again, same target
+    assert status["pending"]["units"] == {"1": 1, "2": 2, "3": 2, "4": 1}
+
+
+def test_lowering_the_budget_scales_in_from_the_baseline() -> None:
+    w = world()
+    status = run(w, policy(budget=3)).status
+    status = run(w, policy(budget=3), status, minutes=1).status
+    assert status["units"] == {"1": 1, "2": 2, "3": 3, "4": 1}
+    status = run(w, policy(budget=1), status, minutes=2).status
+    status = run(w, policy(budget=1), status, minutes=3).status
+    assert status["units"] == {"1": 1, "2": 1, "3": 2, "4": 1}  # baseline + the budget-1 plan, not 3 − 2
+    assert w.cluster.replicas == 5
+
+
+def test_recommend_mode_only_writes_the_plan() -> None:
+    w = world()
+    outcome = run(w, policy(mode="Recommend"))
+    assert outcome.status["lastPlan"]["allocation"] == {"2": 1, "3": 1}
+    assert conditions(outcome)["Ready"] == ("True", "Recommended")
+    assert w.journal == []
+    assert "units" not in outcome.status
+
+
+def test_hpa_on_the_deployment_blocks_every_action_and_warns_once() -> None:
+    w = world()
+    w.cluster.hpa = "linear-workers-hpa"
+    first = run(w, policy())
+    second = run(w, policy(), first.status, minutes=1)
+    assert conditions(second)["Degraded"] == ("True", "HPAConflict")
+    assert w.journal == []
+    assert [e[:2] for e in w.events.posted] == [("Warning", "HPAConflict")]
+
+
+@pytest.mark.parametrize(
+    ("setup", "reason"),
+    [
+        (lambda w: setattr(w.profiler, "age_s", 600.0), "StaleMetricsError"),
+        (
+            lambda w: setattr(w.profiler, "fail", StaleMetricsError("only 2 samples in 5m")),
+            "StaleMetricsError",
+        ),
+        (
+            lambda w: setattr(w.profiler, "fail", UnavailableError("prometheus: timeout")),
+            "MetricsUnavailable",
+        ),
+        (lambda w: setattr(w.nimbus, "status", "INACTIVE"), "TopologyNotActive"),
+        (
+            lambda w: setattr(w.nimbus, "fail_describe", RefusedError("topology linear not found")),
+            "TopologyNotFound",
+        ),
+        (lambda w: setattr(w.nimbus, "fail_describe", UnavailableError("nimbus down")), "NimbusUnavailable"),
+        (lambda w: setattr(w.cluster, "cpu_limit_millicores", None), "NoCPULimit"),
+        (lambda w: setattr(w.cluster, "fail_read", RefusedError("deployment not found")), "WorkersNotFound"),
+        (
+            lambda w: setattr(w.profiler, "topology", load_profile(PROFILES / "thesis-topology-10.json")),
+            "InvalidProfileError",
+        ),
+        (lambda w: setattr(w.status, "fail", UnavailableError("apiserver: 503")), "KubernetesUnavailable"),
+    ],
+)
+def test_bad_or_missing_inputs_mean_no_action(setup: Any, reason: str) -> None:
+    w = world()
+    setup(w)
+    outcome = run(w, policy())
+    assert conditions(outcome)["Degraded"] == ("True", reason)
+    assert conditions(outcome)["Ready"][0] == "False"
+    assert [j for j in w.journal if j[0] in {"scale", "rebalance"}] == []
+    assert [e[:2] for e in w.events.posted] == [("Warning", reason)]
+
+
+def test_a_refused_rebalance_is_reported_and_forgotten() -> None:
+    w = world()
+    w.nimbus.fail_rebalance = RefusedError("component 3: 9 executors above its 8 tasks")
+    outcome = run(w, policy())
+    assert conditions(outcome)["Degraded"] == ("True", "ApplyRefused")
+    assert "pending" not in outcome.status
+    assert outcome.retry_after is None
+
+
+def test_never_above_the_task_count() -> None:
+    w = world(tasks={"1": 1, "2": 8, "3": 1, "4": 8})  # 3 cannot take a second executor
+    status = run(w, policy(budget=3)).status
+    assert status["lastPlan"]["allocation"].get("3", 0) == 0
+    assert all(n <= {"1": 1, "2": 8, "3": 1, "4": 8}[c] for c, n in status["pending"]["units"].items())
+    assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"][0] in {"True", "False"}
+
+
+def test_unit_cpu_is_the_cpu_limit_per_slot() -> None:
+    w = world()
+    w.cluster.cpu_limit_millicores = 1000
+    outcome = run(w, policy(slotsPerPod=2))
+    assert outcome.status["unitCPU"] == "500m"
+    assert w.journal[1] == ("scale", 3)  # 6 units, 2 slots per pod
+
+
+def test_transition_times_move_only_when_a_condition_flips() -> None:
+    w = world()
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    ready_since = next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"]
+    status = run(w, policy(), status, minutes=5).status
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == ready_since
