@@ -1,0 +1,146 @@
+"""Benchmark topologies: build the topology jar, submit a Flux YAML, wait for it, kill it.
+
+The jar is a zip written at run time into the run directory: ``resources/storm.py`` (from the
+STORM_HOME, extracted from the multilang-python jar at build time) plus the project's multilang
+scripts from ``topologies/resources/``. Each shape (``linear``, ``diamond``, ``topology10``) is a
+Flux YAML with dollar-brace placeholders whose defaults sit in ``<shape>.properties``; overrides are
+merged and handed to Flux with ``--filter``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.harness.nimbus_client import ComponentStats
+from tests.harness.storm_cluster import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
+from tests.harness.storm_process import DaemonError, log_tail
+
+TOPOLOGY_DIR = Path(__file__).resolve().parent / "topologies"
+SHAPES = ("linear", "diamond", "topology10")
+SUBMIT_TIMEOUT_S = 180.0
+ACTIVE_TIMEOUT_S = 60.0
+StatsPredicate = Callable[[dict[str, ComponentStats]], bool]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A submitted topology: its name (for kill/rebalance) and id (for stats)."""
+
+    name: str
+    id: str
+    shape: str
+    properties: dict[str, str]
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """``key=value`` lines of a .properties file (``#`` comments, no continuations)."""
+    props = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            props[key.strip()] = value.strip()
+    return props
+
+
+def write_properties(path: Path, props: dict[str, str]) -> Path:
+    """Write ``props`` as a .properties file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+    return path
+
+
+def build_topology_jar(storm_home: Path, out: Path) -> Path:
+    """Zip storm.py and the multilang scripts under ``resources/`` (what ShellBolt runs from)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
+        jar.write(storm_home / "multilang" / "resources" / "storm.py", "resources/storm.py")
+        for script in sorted((TOPOLOGY_DIR / "resources").glob("*.py")):
+            jar.write(script, f"resources/{script.name}")
+    return out
+
+
+def topology_properties(shape: str, overrides: dict[str, object] | None = None) -> dict[str, str]:
+    """The shape's defaults with ``overrides`` applied (values as strings)."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown topology shape {shape!r}; known: {SHAPES}")
+    props = read_properties(TOPOLOGY_DIR / f"{shape}.properties")
+    for key, value in (overrides or {}).items():
+        props[key] = str(value)
+    return props
+
+
+def flux_argv(ep: StormEndpoints, jar: Path, yaml_file: Path, props_file: Path, work: Path) -> list[str]:
+    """The Flux submit command (what ``storm jar topo.jar org.apache.storm.flux.Flux`` runs)."""
+    conf_file = write_conf(work / "client.yaml", base_conf(ep))
+    argv = java_argv(ep, f"submit-{props_file.stem}", conf_file, work, 256)
+    argv += [f"-Dstorm.jar={jar}", "-cp", daemon_classpath(ep), "org.apache.storm.flux.Flux"]
+    return [*argv, "--remote", "--filter", str(props_file), str(yaml_file)]
+
+
+def submit(
+    ep: StormEndpoints,
+    shape: str,
+    overrides: dict[str, object] | None = None,
+    timeout_s: float = SUBMIT_TIMEOUT_S,
+) -> Topology:
+    """Submit ``shape`` with Flux and wait until Nimbus lists it ACTIVE."""
+    props = topology_properties(shape, overrides)
+    name = props["topology.name"]
+    work = ep.storm_dir / "topologies" / name
+    jar = build_topology_jar(Path(ep.storm_home), work / f"{name}.jar")
+    props_file = write_properties(work / f"{name}.properties", props)
+    argv = flux_argv(ep, jar, TOPOLOGY_DIR / f"{shape}.yaml", props_file, work)
+    console = work / "submit.out"
+    with console.open("wb") as out:
+        done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+    if done.returncode != 0:
+        raise DaemonError(f"Flux submit of {name} failed ({done.returncode}):\n{log_tail(console)}")
+    return Topology(name, wait_active(ep, name), shape, props)
+
+
+def wait_active(ep: StormEndpoints, name: str, timeout_s: float = ACTIVE_TIMEOUT_S) -> str:
+    """Wait until Nimbus lists topology ``name`` as ACTIVE; return its id."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        topo = ep.nimbus().topology(name)
+        if topo is not None and topo.status == "ACTIVE":
+            return topo.id
+        time.sleep(1)
+    raise DaemonError(f"topology {name} not ACTIVE after {timeout_s:.0f} s")
+
+
+def kill(ep: StormEndpoints, name: str, timeout_s: float = 60.0) -> None:
+    """Kill topology ``name`` at once and wait until Nimbus no longer lists it."""
+    nimbus = ep.nimbus()
+    nimbus.kill(name, wait_secs=0)
+    deadline = time.monotonic() + timeout_s
+    while nimbus.topology(name) is not None:
+        if time.monotonic() > deadline:
+            raise DaemonError(f"topology {name} still listed {timeout_s:.0f} s after kill")
+        time.sleep(1)
+
+
+def wait_for_stats(
+    ep: StormEndpoints,
+    topology_id: str,
+    ready: StatsPredicate,
+    timeout_s: float,
+) -> dict[str, ComponentStats]:
+    """Poll Nimbus's component stats until ``ready(stats)``; return them, or raise with the last seen."""
+    deadline = time.monotonic() + timeout_s
+    stats: dict[str, ComponentStats] = {}
+    while time.monotonic() < deadline:
+        stats = ep.nimbus().component_stats(topology_id)
+        if ready(stats):
+            return stats
+        time.sleep(2)
+    raise DaemonError(
+        f"topology {topology_id}: condition not met after {timeout_s:.0f} s; last stats {stats}"
+    )

@@ -1,0 +1,58 @@
+"""Rate-controlled multilang spout: each task offers ``--rate / tasks`` tuples per second.
+
+Offered tuples are due on a fixed clock; each ``next`` emits the due ones (up to ``--batch``). When
+Storm stops calling ``next`` (backpressure, deactivation) the backlog grows; beyond ``--backlog-s``
+seconds of it the excess is dropped and counted, as a real source without a buffer would. Emits are
+unanchored and ask for no task ids (one message per tuple, no round trip).
+
+Usage (Flux command): python3 rate_spout.py --rate 100 [--streams to2=0.5,to3=0.5]
+"""
+
+import sys
+import time
+
+import storm
+from stormscale_multilang import Metrics, StreamChooser, option, parse_streams, serve, task_count, task_labels
+
+
+class RateSpout(storm.Spout):
+    def initialize(self, conf, context):
+        argv = sys.argv[1:]
+        self.rate = float(option(argv, "--rate", "10")) / task_count(context)
+        self.batch = int(option(argv, "--batch", "100"))
+        self.backlog_max = max(1, int(self.rate * float(option(argv, "--backlog-s", "1"))))
+        self.chooser = StreamChooser(parse_streams(option(argv, "--streams", "")))
+        self.metrics = Metrics(task_labels(conf, context))
+        self.metrics.set("stormscale_spout_offered_rate", self.rate)
+        self.started = time.monotonic()
+        self.sent = 0
+        self.dropped = 0
+        self.seq = 0
+        labels = self.metrics.labels
+        serve(self.metrics, conf, "{}-{}-{}".format(labels["topology"], labels["component"], labels["task"]))
+
+    def due(self):
+        offered = int(self.rate * (time.monotonic() - self.started))
+        self.metrics.set("stormscale_spout_offered_total", offered, kind="counter")
+        backlog = offered - self.sent - self.dropped
+        if backlog > self.backlog_max:
+            self.metrics.inc("stormscale_spout_dropped_total", backlog - self.backlog_max)
+            self.dropped += backlog - self.backlog_max
+            backlog = self.backlog_max
+        return min(backlog, self.batch)
+
+    def nextTuple(self):  # noqa: N802 (storm.py's name)
+        count = self.due()
+        for _ in range(count):
+            stream = self.chooser.next()
+            self.seq += 1
+            storm.sendMsgToParent(
+                {"command": "emit", "stream": stream, "tuple": [self.seq], "need_task_ids": False}
+            )
+            self.metrics.inc("stormscale_tuples_emitted_total", stream=stream)
+        self.sent += count
+        if count == 0:
+            time.sleep(min(0.002, 1.0 / self.rate) if self.rate > 0 else 0.002)
+
+
+RateSpout().run()
