@@ -151,10 +151,10 @@ def test_hpa_on_the_deployment_blocks_every_action_and_warns_once() -> None:
 @pytest.mark.parametrize(
     ("setup", "reason"),
     [
-        (lambda w: setattr(w.profiler, "age_s", 600.0), "StaleMetricsError"),
+        (lambda w: setattr(w.profiler, "age_s", 600.0), "StaleMetrics"),
         (
             lambda w: setattr(w.profiler, "fail", StaleMetricsError("only 2 samples in 5m")),
-            "StaleMetricsError",
+            "StaleMetrics",
         ),
         (
             lambda w: setattr(w.profiler, "fail", UnavailableError("prometheus: timeout")),
@@ -170,7 +170,7 @@ def test_hpa_on_the_deployment_blocks_every_action_and_warns_once() -> None:
         (lambda w: setattr(w.cluster, "fail_read", RefusedError("deployment not found")), "WorkersNotFound"),
         (
             lambda w: setattr(w.profiler, "topology", load_profile(PROFILES / "thesis-topology-10.json")),
-            "InvalidProfileError",
+            "InvalidProfile",
         ),
         (lambda w: setattr(w.status, "fail", UnavailableError("apiserver: 503")), "KubernetesUnavailable"),
     ],

@@ -16,8 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from stormscale.operator import conditions as cond
+from stormscale.operator.autoscale import decide, needed_budget
 from stormscale.operator.policy import Mode, Policy
 from stormscale.operator.ports import (
+    MeasuredProfile,
     Ports,
     RefusedError,
     StaleMetricsError,
@@ -28,6 +30,7 @@ from stormscale.operator.ports import (
 from stormscale.planner import Plan, Strategy, Topology, compare_strategies
 
 RETRY_WAITING_S = 30.0
+AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
 OPTIMAL_TIME_LIMIT_S = 10.0
@@ -149,6 +152,7 @@ class _Pass:
     ports: Ports
     workers: Workers
     storm: StormTopologyState
+    budget: int  # the spec's, or Auto's choice
 
 
 def reconcile(
@@ -190,18 +194,27 @@ def _reconcile(resource: Resource, policy: Policy, st: _Status, ports: Ports) ->
         return st.degraded("NimbusUnavailable", str(err), RETRY_WAITING_S)
     baseline = dict(st.data.get("baseline") or storm.executors)
     st.data["baseline"] = baseline
-    budget = policy.budget
+    seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
+    measured: MeasuredProfile | None = None
+    if policy.mode is Mode.AUTO and st.data.get("pending"):  # finish what Auto started
+        seen = dataclasses.replace(seen, budget=int(st.data["pending"]["budget"]))
+    elif policy.mode is Mode.AUTO:
+        fresh = _measure(seen)
+        if isinstance(fresh, Outcome):
+            return fresh
+        measured = fresh
+        seen = _auto_budget(seen, measured, baseline)
+    budget = seen.budget
     pending = st.data.get("pending")
-    now_seen = _Pass(resource, policy, st, ports, workers, storm)
     if pending and pending.get("budget") == budget:
-        return _apply(now_seen, dict(pending["units"]))
+        return _apply(seen, dict(pending["units"]))
     st.data.pop("pending", None)
     if _converged(st.data, budget, storm, workers, spec.workers.slots_per_pod):
         st.healthy()
         st.set(cond.PROGRESSING, False, "Stable", f"Budget {budget} is applied")
         st.set(cond.READY, True, "Applied", f"Budget {budget} is applied")
-        return Outcome(st.data)
-    return _plan_and_apply(now_seen, baseline)
+        return Outcome(st.data, AUTO_PERIOD_S if policy.mode is Mode.AUTO else None)
+    return _plan_and_apply(seen, baseline, measured)
 
 
 def _converged(
@@ -216,28 +229,75 @@ def _converged(
     )
 
 
-def _plan_and_apply(seen: _Pass, baseline: dict[str, int]) -> Outcome:
-    resource, policy, st, ports, storm = seen.resource, seen.policy, seen.st, seen.ports, seen.storm
-    if not storm.active:
-        return st.degraded(
-            "TopologyNotActive", f"Topology {policy.spec.topology_name} is {storm.status}", RETRY_WAITING_S
-        )
+def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
+    """A fresh profile, or the Degraded outcome that says why there is none."""
+    policy, st = seen.policy, seen.st
     try:
-        measured = ports.profiler.profile(policy.spec.topology_name, policy.window_s)
+        measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
     except StaleMetricsError as err:
-        return st.degraded("StaleMetricsError", str(err), RETRY_WAITING_S)
+        return st.degraded("StaleMetrics", str(err), RETRY_WAITING_S)
     except UnavailableError as err:
         return st.degraded("MetricsUnavailable", str(err), RETRY_WAITING_S)
     if measured.age_s > policy.max_age_s:
         message = (
             f"Newest samples are {measured.age_s:.0f}s old (metrics.maxAge {policy.spec.metrics.max_age})"
         )
-        return st.degraded("StaleMetricsError", message, RETRY_WAITING_S)
+        return st.degraded("StaleMetrics", message, RETRY_WAITING_S)
+    return measured
+
+
+def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass:
+    """Auto mode: size the budget from congestion, then apply cooldown and delayed scale-in."""
+    policy, st = seen.policy, seen.st
+    scaling = policy.spec.scaling
+    try:
+        model = units_at_baseline(measured.topology, baseline, seen.storm.tasks, policy)
+    except InvalidProfileError:
+        return seen  # _plan_and_apply reports it
+    sizing = needed_budget(
+        model,
+        (scaling.min_units, scaling.max_units),
+        strategy=policy.strategy,
+        model=policy.flow_model,
+        threshold=scaling.congestion_threshold,
+    )
+    state = dict(st.data.get("autoscaler") or {})
+    current = int(state.get("desiredBudget", policy.budget))
+    decision = decide(
+        current,
+        sizing.budget,
+        state,
+        st.now,
+        cooldown_s=policy.cooldown_s,
+        scale_in_delay_s=policy.scale_in_delay_s,
+    )
+    st.data["autoscaler"] = decision.state
+    if not sizing.sufficient:
+        st.set(
+            cond.SCALING_LIMITED,
+            True,
+            "MaxUnitsReached",
+            f"Even scaling.maxUnits {scaling.max_units} leaves components congested",
+        )
+    return dataclasses.replace(seen, budget=decision.budget)
+
+
+def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredProfile | None) -> Outcome:
+    resource, policy, st, ports, storm = seen.resource, seen.policy, seen.st, seen.ports, seen.storm
+    if not storm.active:
+        return st.degraded(
+            "TopologyNotActive", f"Topology {policy.spec.topology_name} is {storm.status}", RETRY_WAITING_S
+        )
+    if measured is None:
+        fresh = _measure(seen)
+        if isinstance(fresh, Outcome):
+            return fresh
+        measured = fresh
     try:
         model = units_at_baseline(measured.topology, baseline, storm.tasks, policy)
     except InvalidProfileError as err:
-        return st.degraded("InvalidProfileError", str(err), RETRY_WAITING_S)
-    plans = compare_strategies(model, policy.budget, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
+        return st.degraded("InvalidProfile", str(err), RETRY_WAITING_S)
+    plans = compare_strategies(model, seen.budget, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
     plan = plans[policy.strategy]
     st.healthy()
     st.data["lastPlan"] = plan_summary(plan, plans, st.now)
@@ -251,17 +311,17 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int]) -> Outcome:
             cond.SCALING_LIMITED,
             True,
             "UnitsUnallocated",
-            f"{plan.unallocated} of {abs(policy.budget)} units could not be used (maxUnits or no gain)",
+            f"{plan.unallocated} of {abs(seen.budget)} units could not be used (maxUnits or no gain)",
         )
     else:
         st.set(cond.SCALING_LIMITED, False, "WithinLimits", "Every unit of the budget is used")
     if policy.mode is Mode.RECOMMEND:
         st.set(cond.PROGRESSING, False, "Recommended", "Recommend mode: the plan is in status.lastPlan only")
-        st.set(cond.READY, True, "Recommended", f"Plan for budget {policy.budget} recommended, not applied")
+        st.set(cond.READY, True, "Recommended", f"Plan for budget {seen.budget} recommended, not applied")
         return Outcome(st.data)
     target = {cid: baseline[cid] + plan.allocation.get(cid, 0) for cid in baseline}
     st.data["pending"] = {
-        "budget": policy.budget,
+        "budget": seen.budget,
         "units": target,
         "replicas": replicas_for(target, policy.spec.workers.slots_per_pod),
         "since": cond.timestamp(st.now),
@@ -303,7 +363,7 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
         return st.degraded("ApplyRefused", str(err), None)
     except UnavailableError as err:
         return st.degraded("ApplyUnavailable", str(err), RETRY_WAITING_S)
-    return _verified(policy, st, target)
+    return _verified(st, seen.budget, target)
 
 
 def _progressing(st: _Status, reason: str, message: str) -> Outcome:
@@ -312,15 +372,15 @@ def _progressing(st: _Status, reason: str, message: str) -> Outcome:
     return Outcome(st.data, RETRY_REBALANCE_S)
 
 
-def _verified(policy: Policy, st: _Status, target: dict[str, int]) -> Outcome:
+def _verified(st: _Status, budget: int, target: dict[str, int]) -> Outcome:
     """Storm runs the target executors: record the applied plan, announce it once."""
     st.data["units"] = target
     st.data["totalUnits"] = sum(target.values())
-    st.data["appliedBudget"] = policy.budget
+    st.data["appliedBudget"] = budget
     st.data.pop("pending", None)
     plan = st.data.get("lastPlan", {})
     predicted = plan.get("predicted", {})
-    message = f"Applied budget {policy.budget}: {_units_text(target)}"
+    message = f"Applied budget {budget}: {_units_text(target)}"
     if predicted:
         before, after = predicted["before"], predicted["after"]
         message += f"; predicted {before:.0f} → {after:.0f} tuples/s ({plan.get('chosen')})"
