@@ -180,7 +180,7 @@ def supervisor_spec(
         cwd=sup_dir,
         log=log_dir / "supervisor.log",
         console=log_dir / "supervisor.out",
-        marker=str(sup_dir),
+        marker=f"{sup_dir}/",
         extra={"host": host, "conf": str(conf_file)},
     )
 

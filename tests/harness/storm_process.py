@@ -141,15 +141,21 @@ def signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 def marked_pids(marker: str) -> list[int]:
-    """Pids whose command line contains ``marker`` (a run-directory path unique to one daemon)."""
+    """Pids whose command line or working directory contains ``marker`` (a folder unique to one
+    daemon: workers name it on their command line, their multilang subprocesses run inside it)."""
     pids = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                pids.append(int(entry.name))
+        if entry.name.isdigit() and int(entry.name) != os.getpid() and _is_marked(entry, marker):
+            pids.append(int(entry.name))
     return pids
+
+
+def _is_marked(proc_dir: Path, marker: str) -> bool:
+    try:
+        cmdline = (proc_dir / "cmdline").read_bytes().decode(errors="replace")
+        return marker in cmdline or os.readlink(proc_dir / "cwd").startswith(marker)
+    except OSError:
+        return False
 
 
 def kill_marked(marker: str) -> None:

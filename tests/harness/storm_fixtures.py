@@ -1,0 +1,61 @@
+"""Session fixtures of the Storm part of the test bed (registered in tests/conftest.py).
+
+- ``storm_home``: the STORM_HOME, built from Maven Central on first use (about a minute cold).
+- ``storm_run_dir``: this session's ``.run/<timestamp>-<pid>/``.
+- ``storm_cluster``: ZooKeeper + Nimbus, started once; ``start_supervisor``/``stop_supervisor`` add
+  and remove Supervisors (one slot each). Everything is stopped at the end of the session.
+- ``storm_supervisor``: one Supervisor (one slot) shared by the session's topologies.
+- ``prometheus``: Prometheus on a loopback port scraping ``prometheus.sd_dir`` (installed from
+  Debian's package first if missing, which needs root).
+
+Nothing starts unless a test asks for it, so tests that do not use Storm pay nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness.prometheus import Prometheus
+from tests.harness.storm_cluster import StormCluster, new_run_dir
+from tests.harness.storm_home import ensure_storm_home
+
+
+@pytest.fixture(scope="session")
+def storm_home() -> Path:
+    """The STORM_HOME, built if missing."""
+    return ensure_storm_home()
+
+
+@pytest.fixture(scope="session")
+def storm_run_dir() -> Path:
+    """This session's run directory for Storm and Prometheus state and logs."""
+    return new_run_dir()
+
+
+@pytest.fixture(scope="session")
+def storm_cluster(storm_home: Path, storm_run_dir: Path) -> Iterator[StormCluster]:
+    """A running ZooKeeper + Nimbus; Supervisors on demand; all stopped at session end."""
+    cluster = StormCluster(storm_run_dir, storm_home)
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def prometheus(storm_run_dir: Path) -> Iterator[Prometheus]:
+    """A running Prometheus (2 s scrape interval) with a file_sd folder for task endpoints."""
+    server = Prometheus(storm_run_dir / "prometheus").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def storm_supervisor(storm_cluster: StormCluster) -> str:
+    """One Supervisor (one worker slot) for the session's topologies; its name."""
+    name = "session-supervisor-1"
+    storm_cluster.start_supervisor(name)
+    return name
