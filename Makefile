@@ -41,3 +41,23 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) .cache .run bench/out
+
+# The Storm and Prometheus part of the test bed (tests/harness/storm*, prometheus.py).
+.PHONY: storm-home prometheus storm-up storm-down
+
+## storm-home: assemble Storm 2.8 from Maven Central into .cache/storm-<version>/ (only when missing)
+storm-home:
+	$(PYTHON) -m tests.harness.storm_home
+
+## prometheus: install Prometheus from Debian's package if /usr/bin/prometheus is missing (root)
+prometheus:
+	bash tests/harness/install_prometheus.sh
+
+## storm-up: start ZooKeeper, Nimbus and SUPERVISORS Supervisors in the background (state under .run/storm)
+SUPERVISORS ?= 1
+storm-up: venv storm-home
+	$(BIN)/python -m tests.harness.storm_cluster up --supervisors $(SUPERVISORS)
+
+## storm-down: stop what storm-up started
+storm-down: venv
+	$(BIN)/python -m tests.harness.storm_cluster down

@@ -1,7 +1,7 @@
 """A real Storm 2.8 cluster on loopback: ZooKeeper, Nimbus and N Supervisors as ``java -cp`` processes.
 
 Each daemon gets its own storm.yaml (``-Dstorm.conf.file``) and log files under the run directory
-(``.run/<timestamp>/storm/``); ports are chosen at run time. ``supervisor_spec`` returns the exact
+(``.run/storm-<timestamp>-<pid>/storm/``); ports are chosen at run time. ``supervisor_spec`` returns the exact
 command and environment of one Supervisor so the pod runner can start Supervisors as the replicas of
 a worker Deployment (one slot per Supervisor by default).
 
@@ -15,6 +15,8 @@ Supervisor Thrift and worker Netty servers have no bind-address setting and bind
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
 import shutil
@@ -27,7 +29,15 @@ from typing import Any
 
 from tests.harness.nimbus_client import ClusterInfo, NimbusClient
 from tests.harness.storm_home import REPO_ROOT, ensure_storm_home
-from tests.harness.storm_process import Daemon, DaemonError, LaunchSpec, free_port, port_open
+from tests.harness.storm_process import (
+    Daemon,
+    LaunchSpec,
+    free_port,
+    kill_marked,
+    marked_pids,
+    port_open,
+    stop_group,
+)
 
 READY_TIMEOUT_S = 180.0
 LOOPBACK = "127.0.0.1"
@@ -320,18 +330,64 @@ def zookeeper_ok(host: str, port: int) -> bool:
 
 
 def new_run_dir() -> Path:
-    """A fresh ``.run/<timestamp>-<pid>/`` folder."""
-    path = REPO_ROOT / ".run" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    """A fresh ``.run/storm-<timestamp>-<pid>/`` folder."""
+    path = REPO_ROOT / ".run" / f"storm-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-__all__ = [
-    "DaemonError",
-    "LaunchSpec",
-    "StormCluster",
-    "StormEndpoints",
-    "SupervisorLauncher",
-    "new_run_dir",
-    "supervisor_spec",
-]
+STORM_LINK = REPO_ROOT / ".run" / "storm"
+
+
+def cluster_up(supervisors: int) -> StormEndpoints:
+    """Start a cluster that outlives this process (``make storm-up``); link it as ``.run/storm``."""
+    cluster = StormCluster(new_run_dir())
+    cluster.start()
+    try:
+        for i in range(1, supervisors + 1):
+            cluster.start_supervisor(f"supervisor-{i}")
+    except BaseException:
+        cluster.stop()
+        raise
+    STORM_LINK.unlink(missing_ok=True)
+    STORM_LINK.symlink_to(cluster.endpoints.storm_dir)
+    return cluster.endpoints
+
+
+def cluster_down(storm_dir: Path = STORM_LINK) -> list[int]:
+    """Stop what ``cluster_up`` started (only processes that name its run directory); their pids."""
+    state_file = storm_dir / "state.json"
+    if not state_file.exists():
+        return []
+    state = json.loads(state_file.read_text())
+    run_dir = state["endpoints"]["run_dir"]
+    pgids = [pid for pid in state["pgids"] if pid in marked_pids(run_dir)]
+    for pgid in reversed(pgids):
+        stop_group(pgid, 10.0, functools.partial(_gone, pgid, run_dir))
+    for marker in state["markers"]:
+        kill_marked(marker)
+    if storm_dir == STORM_LINK:
+        STORM_LINK.unlink(missing_ok=True)
+    return pgids
+
+
+def _gone(pid: int, marker: str) -> bool:
+    return pid not in marked_pids(marker)
+
+
+def main() -> None:
+    """``up [--supervisors N]`` or ``down``, for people (``make storm-up`` / ``make storm-down``)."""
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.storm_cluster")
+    parser.add_argument("command", choices=["up", "down"])
+    parser.add_argument("--supervisors", type=int, default=1)
+    args = parser.parse_args()
+    if args.command == "up":
+        ep = cluster_up(args.supervisors)
+        print(json.dumps(asdict(ep), indent=2))
+        print(f"logs: {ep.storm_dir / 'logs'}; stop with: make storm-down")
+    else:
+        print(f"stopped process groups {cluster_down()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """Session fixtures of the Storm part of the test bed (registered in tests/conftest.py).
 
 - ``storm_home``: the STORM_HOME, built from Maven Central on first use (about a minute cold).
-- ``storm_run_dir``: this session's ``.run/<timestamp>-<pid>/``.
+- ``storm_run_dir``: this session's ``.run/storm-<timestamp>-<pid>/``.
 - ``storm_cluster``: ZooKeeper + Nimbus, started once; ``start_supervisor``/``stop_supervisor`` add
   and remove Supervisors (one slot each). Everything is stopped at the end of the session.
 - ``storm_supervisor``: one Supervisor (one slot) shared by the session's topologies.
