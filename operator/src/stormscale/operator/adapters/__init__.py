@@ -1,0 +1,1 @@
+"""Adapters: the ports implemented against real systems (Kubernetes, Nimbus, Prometheus)."""

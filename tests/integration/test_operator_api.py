@@ -1,0 +1,295 @@
+"""The operator on the real API server: CRD install, validation refusals, status, idempotence, restarts.
+
+Kubernetes is real here (etcd + kube-apiserver + kube-controller-manager built from Go modules) and
+the operator runs under ``kopf.testing.KopfRunner``. Storm and the metrics are recording fakes in this
+layer, so a Nimbus fault can be injected between the two writes; the end-to-end tests use real Storm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kopf.testing import KopfRunner
+from kubernetes import client
+
+os.environ.setdefault("STORMSCALE_INTERVAL_SECONDS", "2")  # before the handlers register their timer
+
+from stormscale.operator import handlers
+from stormscale.operator.policy import Policy
+from stormscale.operator.ports import Ports, UnavailableError
+from stormscale.planner import load_profile
+from tests.harness.controlplane import ControlPlane
+from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).parents[2]
+CRD = REPO / "crds" / "stormtopologies.stormscale.io.yaml"
+LINEAR = load_profile(REPO / "examples" / "profiles" / "thesis-linear.json")
+
+
+def eventually(check: Callable[[], Any], timeout_s: float = 60, what: str = "condition") -> Any:
+    """Poll until ``check()`` is truthy; fail with ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def crd(control_plane: ControlPlane) -> Iterator[None]:
+    control_plane.kubectl("apply", "-f", str(CRD))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
+    )
+    yield
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane, crd: None) -> Iterator[str]:
+    name = f"op-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", name)
+    yield name
+    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture
+def storm() -> FakeNimbus:
+    return FakeNimbus({"1": 1, "2": 1, "3": 1, "4": 1}, {"1": 8, "2": 8, "3": 8, "4": 8})
+
+
+@pytest.fixture
+def operator_env(
+    control_plane: ControlPlane,
+    kube_api: client.ApiClient,
+    storm: FakeNimbus,
+    monkeypatch: pytest.MonkeyPatch,
+) -> FakeProfiler:
+    """Real Kubernetes ports, fake Storm and metrics; KUBECONFIG points Kopf at the test control plane."""
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    monkeypatch.setattr(handlers, "_API", kube_api)
+    profiler = FakeProfiler(LINEAR)
+
+    def ports(policy: Policy, namespace: str, body: Any) -> Ports:
+        real = handlers.default_ports(policy, namespace, body)
+        return Ports(real.deployments, storm, profiler, real.status, real.events)
+
+    monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
+    return profiler
+
+
+def operator(namespace: str) -> KopfRunner:
+    args = [
+        "run",
+        "-m",
+        "stormscale.operator.handlers",
+        "--standalone",
+        "--namespace",
+        namespace,
+        "--verbose",
+    ]
+    return KopfRunner(args, timeout=120)
+
+
+def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
+    resource = {
+        "apiVersion": "stormscale.io/v1alpha1",
+        "kind": "StormTopology",
+        "metadata": {"name": "linear", "namespace": namespace},
+        "spec": {
+            "topologyName": "linear",
+            "nimbus": {"host": "127.0.0.1"},
+            "workers": {"deployment": "linear-workers"},
+            "metrics": {"prometheus": "http://127.0.0.1:9090"},
+            "scaling": {"budget": budget, "flowModel": "Drop", **scaling},
+        },
+    }
+    return json.dumps(resource)
+
+
+def deployment(namespace: str, replicas: int = 4, cpu: str = "500m") -> str:
+    labels = {"app": "linear-workers"}
+    container = {"name": "supervisor", "image": "storm:2.8", "resources": {"limits": {"cpu": cpu}}}
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "linear-workers", "namespace": namespace},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            },
+        }
+    )
+
+
+def get(
+    control_plane: ControlPlane, namespace: str, what: str = "stormtopology/linear", *extra: str
+) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(
+        control_plane.kubectl("get", what, "-n", namespace, "-o", "json", *extra)
+    )
+    return result
+
+
+def replicas(control_plane: ControlPlane, namespace: str) -> int:
+    return int(get(control_plane, namespace, "deployment/linear-workers")["spec"]["replicas"])
+
+
+def events(control_plane: ControlPlane, namespace: str, reason: str) -> list[dict[str, Any]]:
+    items = json.loads(control_plane.kubectl("get", "events", "-n", namespace, "-o", "json"))["items"]
+    return [e for e in items if e.get("reason") == reason]
+
+
+def condition(resource: dict[str, Any], kind: str) -> tuple[str, str] | None:
+    for c in resource.get("status", {}).get("conditions", []):
+        if c["type"] == kind:
+            return c["status"], c["reason"]
+    return None
+
+
+REFUSALS = [
+    ({"budget": 20, "maxUnits": 16}, "scaling.budget must not exceed scaling.maxUnits"),
+    ({"mode": "Sometimes"}, 'Unsupported value: "Sometimes"'),
+    ({"minUnits": 5, "maxUnits": 2, "budget": 0}, "scaling.minUnits must not exceed scaling.maxUnits"),
+    ({"strategy": "Random"}, 'Unsupported value: "Random"'),
+    ({"congestionThreshold": 2}, "should be less than or equal to 1"),
+    ({"cooldown": "five minutes"}, "spec.scaling.cooldown"),
+]
+
+
+@pytest.mark.parametrize(("scaling", "message"), REFUSALS, ids=[m for _, m in REFUSALS])
+def test_the_api_server_refuses_invalid_specs(
+    control_plane: ControlPlane, namespace: str, scaling: dict[str, Any], message: str
+) -> None:
+    resource = json.loads(manifest(namespace))
+    resource["spec"]["scaling"].update(scaling)
+    with pytest.raises(RuntimeError) as err:
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
+    assert message in str(err.value)
+
+
+def test_topology_name_is_immutable_and_slots_must_be_positive(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+    renamed = json.loads(manifest(namespace))
+    renamed["spec"]["topologyName"] = "other"
+    with pytest.raises(RuntimeError) as err:
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(renamed))
+    assert "topologyName is immutable" in str(err.value)
+    zero = json.loads(manifest(namespace))
+    zero["spec"]["workers"]["slotsPerPod"] = 0
+    with pytest.raises(RuntimeError, match="spec.workers.slotsPerPod"):
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(zero))
+
+
+def test_budget_applied_once_then_reapplying_changes_nothing(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler, storm: FakeNimbus
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    with operator(namespace) as runner:
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        applied = eventually(
+            lambda: (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 2 and r,
+            what="appliedBudget 2",
+        )
+        assert replicas(control_plane, namespace) == 6
+        assert storm.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
+        assert condition(applied, "Ready") == ("True", "Applied")
+        assert applied["status"]["lastPlan"]["alternatives"].keys() == {
+            "stela",
+            "predictive",
+            "combined",
+            "optimal",
+        }
+        managers = get(control_plane, namespace, "deployment/linear-workers", "--show-managed-fields")[
+            "metadata"
+        ]["managedFields"]
+        assert any(m["manager"] == "stormscale" and m["operation"] == "Apply" for m in managers)
+        generation = applied["metadata"]["generation"]
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))  # GitOps re-apply
+        time.sleep(6)  # three timer passes
+        again = get(control_plane, namespace)
+    assert runner.exception is None
+    assert again["metadata"]["generation"] == generation
+    assert again["status"]["appliedBudget"] == 2
+    assert [c[0] for c in storm.calls].count("rebalance") == 1
+    assert len(events(control_plane, namespace, "ScalingApplied")) == 1
+
+
+def test_restart_in_the_middle_of_an_apply_finishes_the_same_plan(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler, storm: FakeNimbus
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    storm.fail_rebalance = UnavailableError("nimbus: connection refused")
+    with operator(namespace):
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace, budget=3))
+        broken = eventually(
+            lambda: (r := get(control_plane, namespace)).get("status", {}).get("pending") and r,
+            what="a pending plan",
+        )
+        eventually(lambda: replicas(control_plane, namespace) == 7, what="the first write (7 replicas)")
+    assert condition(get(control_plane, namespace), "Degraded") == ("True", "ApplyUnavailable")
+    planned = operator_env.calls
+    storm.fail_rebalance = None
+    with operator(namespace) as runner:  # the operator restarts and resumes
+        done = eventually(
+            lambda: (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 3 and r,
+            what="the resumed apply",
+        )
+    assert runner.exception is None
+    assert done["status"]["units"] == broken["status"]["pending"]["units"]
+    assert "pending" not in done["status"]
+    assert operator_env.calls == planned  # finished the recorded plan, did not plan again
+    assert condition(done, "Degraded") == ("False", "Healthy")
+
+
+def test_an_hpa_on_the_workers_blocks_the_operator(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler, storm: FakeNimbus
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    control_plane.kubectl(
+        "autoscale", "deployment/linear-workers", "-n", namespace, "--min=1", "--max=5", "--cpu-percent=80"
+    )
+    with operator(namespace):
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        blocked = eventually(
+            lambda: (
+                condition(r := get(control_plane, namespace), "Degraded") == ("True", "HPAConflict") and r
+            ),
+            what="Degraded HPAConflict",
+        )
+    assert replicas(control_plane, namespace) == 4
+    assert all(c[0] != "rebalance" for c in storm.calls)
+    assert "HorizontalPodAutoscaler linear-workers" in next(
+        c["message"] for c in blocked["status"]["conditions"] if c["type"] == "Degraded"
+    )
+    assert len(events(control_plane, namespace, "HPAConflict")) == 1
+
+
+def test_printer_columns_show_mode_units_and_readiness(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler
+) -> None:
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    with operator(namespace):
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        eventually(
+            lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2, what="apply"
+        )
+    table = control_plane.kubectl("get", "stormtopology", "-n", namespace)
+    header, row = table.strip().splitlines()
+    assert header.split() == ["NAME", "TOPOLOGY", "MODE", "UNITS", "THROUGHPUT", "READY", "AGE"]
+    assert row.split()[:6] == ["linear", "linear", "Manual", "6", "250", "True"]
