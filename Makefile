@@ -42,6 +42,21 @@ bench: venv
 clean:
 	rm -rf $(VENV) .cache .run bench/out
 
+# The Kubernetes part of the test bed (tests/harness/kube*, controlplane.py). Standard library only: no venv needed.
+.PHONY: kube-bins cluster-up cluster-down
+
+## kube-bins: build etcd, kube-apiserver, kube-controller-manager and kubectl into .cache/bin (only when missing)
+kube-bins:
+	$(PYTHON) -m tests.harness.kubebins
+
+## cluster-up: start a local control plane in the background (state and logs under .run/); prints its kubeconfig
+cluster-up:
+	$(PYTHON) -m tests.harness.controlplane up
+
+## cluster-down: stop the control plane that cluster-up started
+cluster-down:
+	$(PYTHON) -m tests.harness.controlplane down
+
 # The Storm and Prometheus part of the test bed (tests/harness/storm*, prometheus.py).
 .PHONY: storm-home prometheus storm-up storm-down
 

@@ -1,0 +1,193 @@
+"""CPU cgroups for the pod runner: one per replica, set up the way the kubelet does it.
+
+The CPU limit becomes a CFS quota (500m -> 50000 us per 100000 us period) and the CPU request
+becomes the cgroup's weight (cpu.shares = millicores * 1024 / 1000, at least 2), so that a replica
+gets up to its limit even when other processes compete. Unlike the kubelet's ``kubepods``, the
+parent cgroup gets the maximum weight: the test bed shares its machine with builds, JVMs and other
+tests, and CPU limits must still be real units there. The quotas still cap each replica, so keep
+the sum of the limits below the machine's CPUs.
+
+Supports cgroup v1 (the ``cpu`` controller at /sys/fs/cgroup/cpu: cpu.cfs_quota_us, cpu.cfs_period_us,
+cpu.shares) and cgroup v2 (unified hierarchy, detected by /sys/fs/cgroup/cgroup.controllers: cpu.max,
+cpu.weight).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+PERIOD_US = 100_000
+MIN_QUOTA_US = 1_000  # the kernel rejects smaller quotas
+MIN_SHARES, MAX_SHARES = 2, 262_144
+
+
+def is_v2(fs: Path = CGROUP_FS) -> bool:
+    """True on the unified (v2) hierarchy."""
+    return (fs / "cgroup.controllers").exists()
+
+
+def cpu_root(fs: Path = CGROUP_FS) -> Path:
+    """The directory under which CPU cgroups are created."""
+    return fs if is_v2(fs) else fs / "cpu"
+
+
+def parse_cpu_millis(quantity: str | int | float) -> int:
+    """A Kubernetes CPU quantity in millicores: ``"500m"`` -> 500, ``"1"`` -> 1000, ``"0.25"`` -> 250."""
+    text = str(quantity).strip()
+    if text.endswith("m"):
+        return int(text[:-1])
+    return round(float(text) * 1000)
+
+
+def quota_us(millis: int, period_us: int = PERIOD_US) -> int:
+    """The CFS quota for ``millis`` millicores over ``period_us``: 500 -> 50000 of 100000."""
+    return max(MIN_QUOTA_US, millis * period_us // 1000)
+
+
+def shares(request_millis: int | None) -> int:
+    """cpu.shares for a CPU request, as the kubelet computes it (no request: the minimum, 2)."""
+    if request_millis is None:
+        return MIN_SHARES
+    return min(MAX_SHARES, max(MIN_SHARES, request_millis * 1024 // 1000))
+
+
+def weight(cpu_shares: int) -> int:
+    """The v2 cpu.weight (1..10000) for v1 cpu.shares (2..262144), the kubelet's mapping."""
+    return 1 + ((cpu_shares - MIN_SHARES) * 9999) // (MAX_SHARES - MIN_SHARES)
+
+
+@dataclass(frozen=True)
+class CpuResources:
+    """A container's CPU limit and request in millicores (None: not set)."""
+
+    limit: int | None = None
+    request: int | None = None
+
+
+@dataclass(frozen=True)
+class CpuCgroup:
+    """One CPU cgroup directory; created by :meth:`create`, removed by :meth:`remove`."""
+
+    path: Path
+    v2: bool
+
+    @classmethod
+    def create(cls, parent: str, name: str, cpu: CpuResources, fs: Path = CGROUP_FS) -> CpuCgroup:
+        """Make ``<cpu root>/<parent>/<name>`` with the given limit and request."""
+        v2 = is_v2(fs)
+        parent_group = cls(cpu_root(fs) / parent, v2)
+        if not parent_group.path.is_dir():
+            parent_group.path.mkdir(exist_ok=True)
+            parent_group.set_shares(MAX_SHARES)
+        if v2:
+            _enable_cpu_controller(fs, parent_group.path)
+        group = cls(parent_group.path / name, v2)
+        group.path.mkdir(exist_ok=True)
+        group.apply(cpu)
+        return group
+
+    def apply(self, cpu: CpuResources) -> None:
+        """Set the quota from the limit and the weight from the request."""
+        self.set_limit(cpu.limit)
+        self.set_shares(shares(cpu.request))
+
+    @property
+    def procs_file(self) -> Path:
+        """Writing a pid here moves that process (v1: the whole thread group) into the cgroup."""
+        return self.path / "cgroup.procs"
+
+    def set_limit(self, millis: int | None) -> None:
+        """Set the CPU limit in millicores; None removes it."""
+        if self.v2:
+            quota = "max" if millis is None else str(quota_us(millis))
+            (self.path / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+        else:
+            (self.path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            quota = "-1" if millis is None else str(quota_us(millis))
+            (self.path / "cpu.cfs_quota_us").write_text(quota)
+
+    def set_shares(self, cpu_shares: int) -> None:
+        """Set the cgroup's CPU weight (v1 cpu.shares; v2 the equivalent cpu.weight)."""
+        if self.v2:
+            (self.path / "cpu.weight").write_text(str(weight(cpu_shares)))
+        else:
+            (self.path / "cpu.shares").write_text(str(cpu_shares))
+
+    def limit(self) -> tuple[int | None, int]:
+        """The current (quota_us or None for unlimited, period_us)."""
+        if self.v2:
+            quota, period = (self.path / "cpu.max").read_text().split()
+            return (None if quota == "max" else int(quota)), int(period)
+        quota_v1 = int((self.path / "cpu.cfs_quota_us").read_text())
+        period_v1 = int((self.path / "cpu.cfs_period_us").read_text())
+        return (None if quota_v1 < 0 else quota_v1), period_v1
+
+    def throttled_periods(self) -> int:
+        """How many CFS periods the cgroup was throttled in (cpu.stat nr_throttled)."""
+        for line in (self.path / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "nr_throttled":
+                return int(value)
+        return 0
+
+    def pids(self) -> list[int]:
+        """Processes in the cgroup now (empty if it is gone)."""
+        try:
+            return [int(pid) for pid in self.procs_file.read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def signal_all(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to every process in the cgroup."""
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def wait_empty(self, timeout_s: float) -> bool:
+        """Wait until no process is left; True if that happened within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.pids():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def kill_all(self, grace_s: float) -> None:
+        """SIGTERM everything in the cgroup, then SIGKILL what is left after ``grace_s``."""
+        self.signal_all(signal.SIGTERM)
+        while not self.wait_empty(grace_s):
+            self.signal_all(signal.SIGKILL)
+            grace_s = 1.0
+
+    def remove(self, timeout_s: float = 5.0) -> None:
+        """Remove the (empty) cgroup directory; tolerate a slow kernel for ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while self.path.exists():
+            try:
+                self.path.rmdir()
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
+    """v2: delegate the cpu controller from the root down to ``parent_dir``'s children."""
+    for directory in (fs, parent_dir):
+        control = directory / "cgroup.subtree_control"
+        if "cpu" not in control.read_text().split():
+            control.write_text("+cpu")
+
+
+def remove_if_empty(parent: str, fs: Path = CGROUP_FS) -> None:
+    """Remove the parent cgroup if nothing else uses it (another runner may still do)."""
+    with contextlib.suppress(OSError):
+        (cpu_root(fs) / parent).rmdir()

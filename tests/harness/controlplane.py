@@ -1,0 +1,440 @@
+"""A real, local Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager.
+
+Every daemon listens on 127.0.0.1 at ports chosen at run time. Clients authenticate with a static
+bearer token (group system:masters); TLS uses the certificate the API server generates for itself,
+whose CA goes into the kubeconfig. State and logs live in one run directory (.run/<timestamp>/).
+There is no kubelet and no scheduler: Deployments get ReplicaSets and Pods, and the pod runner
+(tests/harness/podrunner.py) stands in for the kubelet.
+
+Standard library only, so ``make cluster-up`` needs no virtualenv::
+
+    python3 -m tests.harness.controlplane up      # start in the background, print the kubeconfig path
+    python3 -m tests.harness.controlplane down    # stop what ``up`` started
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from tests.harness import kubebins
+
+RUN_ROOT = kubebins.REPO_ROOT / ".run"
+CLUSTER_LINK = RUN_ROOT / "cluster"
+READY_TIMEOUT_S = 120.0
+STOP_GRACE_S = 10.0
+LOG_TAIL_LINES = 50
+STATE_FILE = "state.json"
+
+
+class StartupError(RuntimeError):
+    """A daemon exited or did not become ready; the message has the tail of its log."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file (empty if it does not exist)."""
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except FileNotFoundError:
+        return ""
+
+
+@dataclass
+class Daemon:
+    """One child process in its own process group, with stdout and stderr in ``log``."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Launch the process (non-blocking)."""
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def exited(self) -> int | None:
+        """The exit code if the process has ended, else None."""
+        return None if self.proc is None else self.proc.poll()
+
+    def failure(self, reason: str) -> StartupError:
+        """A StartupError naming this daemon, with its log tail."""
+        return StartupError(
+            f"{self.name} {reason}; last {LOG_TAIL_LINES} lines of {self.log}:\n{log_tail(self.log)}"
+        )
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM the process group, then SIGKILL it after ``grace_s``."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=grace_s)
+        _signal_group(self.proc.pid, signal.SIGKILL)  # leftovers in the group, if any
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def wait_until_ready(daemon: Daemon, probe: Callable[[], bool], timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll ``probe`` until it is true; fail fast if the daemon exits, or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        code = daemon.exited()
+        if code is not None:
+            raise daemon.failure(f"exited with code {code} during startup")
+        if probe():
+            return
+        time.sleep(0.25)
+    raise daemon.failure(f"was not ready after {timeout_s:.0f} s")
+
+
+def http_ok(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> bool:
+    """True if GET ``url`` answers 200 within 2 s."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _unverified_tls() -> ssl.SSLContext:
+    """For readiness probes before the API server's CA is known."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Loopback ports of the daemons; chosen at run time unless given."""
+
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    controller_manager: int = field(default_factory=free_port)
+
+
+def new_run_dir(prefix: str = "") -> Path:
+    """A fresh directory .run/<prefix><timestamp>-<random>/ for one control plane."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = RUN_ROOT / f"{prefix}{stamp}-{secrets.token_hex(2)}"
+    path.mkdir(parents=True)
+    return path
+
+
+@dataclass
+class ControlPlane:
+    """etcd + kube-apiserver + kube-controller-manager on loopback; use as a context manager."""
+
+    run_dir: Path
+    ports: Ports = field(default_factory=Ports)
+    bin_dir: Path = kubebins.BIN_DIR
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    daemons: list[Daemon] = field(default_factory=list)
+
+    @property
+    def server(self) -> str:
+        """The API server's URL."""
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """A kubeconfig for kubectl, the kubernetes client and Kopf (token auth, verified TLS)."""
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def ca_file(self) -> Path:
+        """The CA that signed the API server's serving certificate (PEM)."""
+        return self.run_dir / "apiserver-ca.crt"
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout_s: float = 60) -> str:
+        """Run the test bed's kubectl against this control plane; return stdout, raise on failure."""
+        argv = [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args]
+        done = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+        return done.stdout
+
+    def start(self) -> ControlPlane:
+        """Start the three daemons in order and wait for each; on failure stop all and raise."""
+        try:
+            self._write_credentials()
+            self._start(self._etcd(), self._etcd_ready)
+            self._start(self._apiserver(), self._apiserver_ready)
+            self._write_kubeconfig()
+            self._start(self._controller_manager(), self._controller_manager_ready)
+        except BaseException:
+            self.stop()
+            raise
+        self._save_state()
+        return self
+
+    def stop(self) -> None:
+        """Stop the daemons in reverse order of start; drop etcd's throw-away data, keep the logs."""
+        for daemon in reversed(self.daemons):
+            daemon.stop()
+        self.daemons.clear()
+        shutil.rmtree(self.run_dir / "etcd-data", ignore_errors=True)
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _start(self, daemon: Daemon, probe: Callable[[], bool]) -> None:
+        self.daemons.append(daemon)
+        daemon.start()
+        wait_until_ready(daemon, probe)
+
+    def _daemon(self, name: str, args: Sequence[str]) -> Daemon:
+        return Daemon(name, [str(self.bin_dir / name), *args], self.run_dir / f"{name}.log")
+
+    def _write_credentials(self) -> None:
+        """The static token file and the service-account signing key (one RSA key for both SA flags)."""
+        (self.run_dir / "tokens.csv").write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(self.run_dir / "sa.key"), "2048"],
+            check=True,
+            capture_output=True,
+        )
+
+    def _etcd(self) -> Daemon:
+        client = f"http://127.0.0.1:{self.ports.etcd_client}"
+        peer = f"http://127.0.0.1:{self.ports.etcd_peer}"
+        return self._daemon(
+            "etcd",
+            [
+                f"--data-dir={self.run_dir / 'etcd-data'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--unsafe-no-fsync",  # a throw-away test store: durability is not needed
+            ],
+        )
+
+    def _etcd_ready(self) -> bool:
+        return http_ok(f"http://127.0.0.1:{self.ports.etcd_client}/health")
+
+    def _apiserver(self) -> Daemon:
+        sa_key = self.run_dir / "sa.key"
+        return self._daemon(
+            "kube-apiserver",
+            [
+                f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
+                f"--secure-port={self.ports.apiserver}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--cert-dir={self.run_dir / 'apiserver-certs'}",
+                f"--token-auth-file={self.run_dir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-account-issuer={self.server}",
+                f"--service-account-key-file={sa_key}",
+                f"--service-account-signing-key-file={sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--endpoint-reconciler-type=none",  # loopback is not a valid endpoint address
+                "--disable-admission-plugins=ServiceAccount",
+                "--allow-privileged=true",
+            ],
+        )
+
+    def _apiserver_ready(self) -> bool:
+        return http_ok(f"{self.server}/readyz", self.token, _unverified_tls())
+
+    def _controller_manager(self) -> Daemon:
+        return self._daemon(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--secure-port={self.ports.controller_manager}",
+                "--bind-address=127.0.0.1",
+                f"--cert-dir={self.run_dir / 'controller-manager-certs'}",
+                "--leader-elect=false",
+                f"--service-account-private-key-file={self.run_dir / 'sa.key'}",
+                f"--root-ca-file={self.ca_file}",
+                "--controllers=*,-csrsigning,-nodeipam,-nodelifecycle,-persistentvolume-binder",
+            ],
+        )
+
+    def _controller_manager_ready(self) -> bool:
+        return http_ok(
+            f"https://127.0.0.1:{self.ports.controller_manager}/healthz", context=_unverified_tls()
+        )
+
+    def _write_kubeconfig(self) -> None:
+        """Extract the API server's generated CA and write a kubeconfig that verifies it."""
+        self.ca_file.write_text(serving_ca(self.run_dir / "apiserver-certs" / "apiserver.crt"))
+        ca_data = base64.b64encode(self.ca_file.read_bytes()).decode()
+        self.kubeconfig.write_text(
+            KUBECONFIG_TEMPLATE.format(server=self.server, ca_data=ca_data, token=self.token)
+        )
+        self.kubeconfig.chmod(0o600)
+
+    def _save_state(self) -> None:
+        """Record pids and endpoints so ``down`` can stop a detached control plane."""
+        state = {
+            "server": self.server,
+            "kubeconfig": str(self.kubeconfig),
+            "daemons": [{"name": d.name, "pid": d.proc.pid if d.proc else None} for d in self.daemons],
+        }
+        (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+
+KUBECONFIG_TEMPLATE = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: stormscale-testbed
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca_data}
+users:
+- name: admin
+  user:
+    token: {token}
+contexts:
+- name: stormscale-testbed
+  context:
+    cluster: stormscale-testbed
+    user: admin
+current-context: stormscale-testbed
+"""
+
+_PEM_BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----\n?", re.DOTALL)
+
+
+def serving_ca(cert_chain: Path) -> str:
+    """The CA of a self-generated serving certificate: the last PEM block of its chain file."""
+    blocks = _PEM_BLOCK.findall(cert_chain.read_text())
+    if not blocks:
+        raise StartupError(f"no certificate in {cert_chain}")
+    last: str = blocks[-1]
+    return last if last.endswith("\n") else last + "\n"
+
+
+def stop_detached(run_dir: Path, grace_s: float = STOP_GRACE_S) -> list[str]:
+    """Stop the daemons recorded in ``run_dir``'s state file; return the names stopped."""
+    state = json.loads((run_dir / STATE_FILE).read_text())
+    stopped = []
+    for entry in reversed(state["daemons"]):
+        pid = entry["pid"]
+        if pid and _is_our_daemon(pid, entry["name"]):
+            _signal_group(pid, signal.SIGTERM)
+            if not _wait_gone(pid, grace_s):
+                _signal_group(pid, signal.SIGKILL)
+            stopped.append(entry["name"])
+    return stopped
+
+
+def _is_our_daemon(pid: int, name: str) -> bool:
+    """Guard against a recycled pid: the process must still run the daemon's binary."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return Path(argv0).name == name
+
+
+def _wait_gone(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or "(Z)" in _proc_state(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:4]
+    except FileNotFoundError:
+        return "(Z)"
+
+
+def cluster_up() -> ControlPlane:
+    """Build what is missing, start a detached control plane, point .run/cluster at it."""
+    kubebins.ensure_binaries()
+    if CLUSTER_LINK.exists():
+        raise SystemExit(f"a control plane is already up ({CLUSTER_LINK.resolve()}); run `make cluster-down`")
+    plane = ControlPlane(new_run_dir("cluster-")).start()
+    CLUSTER_LINK.unlink(missing_ok=True)
+    CLUSTER_LINK.symlink_to(plane.run_dir.name)
+    return plane
+
+
+def cluster_down() -> list[str]:
+    """Stop the control plane that ``cluster_up`` started, if any."""
+    if not CLUSTER_LINK.exists():
+        CLUSTER_LINK.unlink(missing_ok=True)
+        return []
+    run_dir = CLUSTER_LINK.resolve()
+    stopped = stop_detached(run_dir)
+    shutil.rmtree(run_dir / "etcd-data", ignore_errors=True)
+    CLUSTER_LINK.unlink()
+    return stopped
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``up`` or ``down`` for people (``make cluster-up`` / ``make cluster-down``)."""
+    parser = argparse.ArgumentParser(prog="python3 -m tests.harness.controlplane")
+    parser.add_argument("command", choices=["up", "down"])
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        plane = cluster_up()
+        print(f"control plane up at {plane.server}; logs in {plane.run_dir}")
+        print(f"export KUBECONFIG={plane.kubeconfig}")
+    else:
+        stopped = cluster_down()
+        print(f"stopped: {', '.join(stopped)}" if stopped else "no control plane was up")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Session fixtures for the Kubernetes part of the test bed (registered in tests/conftest.py).
+
+- ``kube_binaries``: builds etcd, kube-apiserver, kube-controller-manager and kubectl when missing.
+- ``control_plane``: a running :class:`ControlPlane`
+  (``.kubeconfig``, ``.server``, ``.token``, ``.kubectl()``).
+- ``kube_api``: a ``kubernetes.client.ApiClient`` for it.
+- ``pod_runner_factory``: makes :class:`PodRunner` s (own launcher, label selector) stopped at session end.
+- ``pod_runner``: the default runner (container command, label ``stormscale.io/pod-runner=true``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from tests.harness import kubebins
+from tests.harness.controlplane import ControlPlane, new_run_dir
+from tests.harness.podrunner import PodRunner
+
+PodRunnerFactory = Callable[..., PodRunner]
+
+
+@pytest.fixture(scope="session")
+def kube_binaries() -> Path:
+    """The directory with the test bed's binaries, built on first use (a cold build takes minutes)."""
+    return kubebins.ensure_binaries()
+
+
+@pytest.fixture(scope="session")
+def control_plane(kube_binaries: Path) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver + kube-controller-manager for the whole session, logs under .run/."""
+    with ControlPlane(new_run_dir("pytest-"), bin_dir=kube_binaries) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="session")
+def kube_api(control_plane: ControlPlane) -> client.ApiClient:
+    """A kubernetes client configured from the control plane's kubeconfig."""
+    return config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+
+
+@pytest.fixture(scope="session")
+def pod_runner_factory(control_plane: ControlPlane, kube_api: client.ApiClient) -> Iterator[PodRunnerFactory]:
+    """``factory(**kwargs)`` starts a PodRunner (kwargs as for PodRunner); all stop at session end."""
+    runners: list[PodRunner] = []
+
+    def make(**kwargs: Any) -> PodRunner:
+        kwargs.setdefault("run_dir", control_plane.run_dir / f"pods-{len(runners)}")
+        runner = PodRunner(kube_api, **kwargs).start()
+        runners.append(runner)
+        return runner
+
+    yield make
+    for runner in reversed(runners):
+        runner.stop()
+
+
+@pytest.fixture(scope="session")
+def pod_runner(pod_runner_factory: PodRunnerFactory) -> PodRunner:
+    """The default pod runner: runs each labelled Deployment's container command as local processes."""
+    return pod_runner_factory()

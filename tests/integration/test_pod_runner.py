@@ -1,0 +1,231 @@
+"""The pod runner turns labelled Deployments into processes in CPU cgroups that follow scaling."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.harness import cpuspin
+from tests.harness.cgroups import CpuCgroup, cpu_root, is_v2
+from tests.harness.controlplane import ControlPlane
+from tests.harness.podrunner import Command, PodRunner, Replica, RunningReplica
+
+pytestmark = pytest.mark.integration
+
+SCALE_TIMEOUT_S = 30
+LABEL = {"stormscale.io/pod-runner": "true"}
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``condition`` until true, failing the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def deployment(name: str, replicas: int, cpu: str, mode: str, fork: int = 0) -> dict[str, Any]:
+    """A Deployment whose container command runs tests/harness/cpuspin.py."""
+    command = [sys.executable, cpuspin.__file__, mode, f"--fork={fork}"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": LABEL},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "none",
+                            "command": command,
+                            "resources": {"limits": {"cpu": cpu}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    """A fresh namespace, deleted (without waiting) after the test."""
+    name = f"pr-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", name)
+    yield name
+    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def cgroup_dir(namespace: str, name: str, index: int) -> Path:
+    return cpu_root() / "stormscale" / f"{namespace}-{name}-{index}"
+
+
+def live(runner: PodRunner, namespace: str, name: str) -> list[RunningReplica]:
+    return [r for r in runner.replicas(namespace, name) if r.proc.poll() is None]
+
+
+def process_gone(pid: int) -> bool:
+    """True if ``pid`` no longer runs (absent, or a zombie waiting for its reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def cgroup_of(pid: int) -> str:
+    """The cgroup path of ``pid`` in the cpu hierarchy (v1) or the unified one (v2)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if (is_v2() and controllers == "") or "cpu" in controllers.split(","):
+            return path
+    raise AssertionError(f"no cpu cgroup for {pid}")
+
+
+def ready_replicas(kube_api: client.ApiClient, namespace: str, name: str) -> int:
+    status = client.AppsV1Api(kube_api).read_namespaced_deployment_status(name, namespace).status
+    return int((status and status.ready_replicas) or 0)
+
+
+def test_replicas_follow_scaling_in_their_cgroups(
+    control_plane: ControlPlane, pod_runner: PodRunner, kube_api: client.ApiClient, namespace: str
+) -> None:
+    name = "spin"
+    control_plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 2, "500m", "sleep", 1))
+    )
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 2, SCALE_TIMEOUT_S, "2 replicas")
+    for replica in live(pod_runner, namespace, name):
+        group = replica.cgroup
+        assert group.path == cgroup_dir(namespace, name, replica.replica.index)
+        assert group.limit() == (50_000, 100_000)
+        wait_for(lambda group=group: len(group.pids()) == 2, 10, "the replica and its forked child")  # type: ignore[misc]
+        for pid in group.pids():
+            assert cgroup_of(pid) == f"/stormscale/{group.path.name}"
+    wait_for(lambda: ready_replicas(kube_api, namespace, name) == 2, SCALE_TIMEOUT_S, "readyReplicas 2")
+
+    control_plane.kubectl("scale", "-n", namespace, f"deployment/{name}", "--replicas=3")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 3, SCALE_TIMEOUT_S, "3 replicas")
+    assert CpuCgroup(cgroup_dir(namespace, name, 2), is_v2()).limit() == (50_000, 100_000)
+    newest = pod_runner.replicas(namespace, name)[2].cgroup
+    wait_for(lambda: len(newest.pids()) == 2, 10, "the new replica and its forked child")
+
+    doomed_pids = [pid for r in pod_runner.replicas(namespace, name)[1:] for pid in r.cgroup.pids()]
+    assert len(doomed_pids) == 4
+    control_plane.kubectl("scale", "-n", namespace, f"deployment/{name}", "--replicas=1")
+    wait_for(lambda: len(pod_runner.replicas(namespace, name)) == 1, SCALE_TIMEOUT_S, "1 replica")
+    assert [r.replica.index for r in pod_runner.replicas(namespace, name)] == [0]
+    assert cgroup_dir(namespace, name, 0).is_dir()
+    assert not cgroup_dir(namespace, name, 1).exists()
+    assert not cgroup_dir(namespace, name, 2).exists()
+    wait_for(lambda: all(process_gone(pid) for pid in doomed_pids), 5, "stopped replicas' processes to end")
+    wait_for(lambda: ready_replicas(kube_api, namespace, name) == 1, SCALE_TIMEOUT_S, "readyReplicas 1")
+
+    control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
+    wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the last cgroup to go")
+
+
+def iterations_per_second(log: Path, window_s: float) -> float:
+    """Measure the spin loop's rate over the next ``window_s`` seconds from its log."""
+    start = time.monotonic()
+    time.sleep(window_s)
+    end = time.monotonic()
+    samples = []
+    for line in log.read_text().splitlines():
+        stamp, _, count = line.partition(" ")
+        if count.isdigit() and start <= float(stamp) <= end:
+            samples.append((float(stamp), int(count)))
+    assert len(samples) >= 4 * window_s * 0.8, f"too few samples in {log}: {samples}"
+    (t0, n0), (t1, n1) = samples[0], samples[-1]
+    return (n1 - n0) / (t1 - t0)
+
+
+def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
+    control_plane: ControlPlane, pod_runner: PodRunner, namespace: str
+) -> None:
+    """One spin loop, its limit switched 500m/1000m four times through the Deployment (5 s per limit).
+
+    Each 500m window is paired with the 1000m window right after it and the median of the four
+    ratios is checked, so the machine's own speed drift (other load, a busy sibling hyperthread)
+    or one disturbed window does not decide the result.
+    """
+    name = "units"
+    control_plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, "500m", "spin"))
+    )
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    replica = live(pod_runner, namespace, name)[0]
+    time.sleep(1.0)  # let the interpreter start
+    ratios, rates = [], []
+    for _ in range(4):
+        half = measure_at(control_plane, namespace, name, replica, 500)
+        full = measure_at(control_plane, namespace, name, replica, 1000)
+        ratios.append(full / half)
+        rates.append((round(half), round(full)))
+    assert live(pod_runner, namespace, name)[0].proc.pid == replica.proc.pid  # the same loop throughout
+    median = statistics.median(ratios)
+    print(f"iterations/s (500m, 1000m): {rates}; median ratio {median:.2f}")
+    assert 1.6 <= median <= 2.4, f"ratios {[round(r, 2) for r in ratios]}, iterations/s {rates}"
+
+
+def measure_at(
+    control_plane: ControlPlane, namespace: str, name: str, replica: RunningReplica, millis: int
+) -> float:
+    """Set the Deployment's CPU limit, wait for the cgroup's quota, measure the loop for 1.25 s."""
+    limit = f"--limits=cpu={millis}m"
+    control_plane.kubectl("set", "resources", "-n", namespace, f"deployment/{name}", limit)
+    quota = (millis * 100, 100_000)
+    wait_for(lambda: replica.cgroup.limit() == quota, SCALE_TIMEOUT_S, f"the {millis}m quota")
+    throttled_before = replica.cgroup.throttled_periods()
+    rate = iterations_per_second(replica.replica.log_path, 1.25)
+    if millis < 1000:
+        assert replica.cgroup.throttled_periods() > throttled_before  # the quota really bites
+    return rate
+
+
+def test_a_custom_launcher_gets_the_replica_and_its_limit(
+    control_plane: ControlPlane,
+    pod_runner: PodRunner,
+    pod_runner_factory: Callable[..., PodRunner],
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    seen: list[Replica] = []
+
+    def launcher(replica: Replica) -> Command:
+        seen.append(replica)
+        return Command(
+            [sys.executable, "-c", "import os, time; print(os.environ['MARK']); time.sleep(3600)"],
+            {"MARK": "m"},
+        )
+
+    runner = pod_runner_factory(
+        launcher=launcher, label_selector="stormscale.io/custom=yes", run_dir=tmp_path
+    )
+    manifest = deployment("custom", 1, "250m", "sleep")
+    manifest["metadata"]["labels"] = {"stormscale.io/custom": "yes"}
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(manifest))
+    wait_for(lambda: len(live(runner, namespace, "custom")) == 1, SCALE_TIMEOUT_S, "the custom replica")
+    assert [(r.index, r.cpu_millis, r.container["name"]) for r in seen] == [(0, 250, "main")]
+    replica = live(runner, namespace, "custom")[0]
+    assert replica.cgroup.limit() == (25_000, 100_000)
+    weight_file, weight = ("cpu.weight", "10") if is_v2() else ("cpu.shares", "256")  # request = limit
+    assert (replica.cgroup.path / weight_file).read_text().strip() == weight
+    wait_for(lambda: replica.replica.log_path.read_text() == "m\n", 10, "the launcher's command output")
+    assert live(pod_runner, namespace, "custom") == []  # the default runner ignores other labels
+    runner.stop()
+    assert not replica.cgroup.path.exists()
+    assert process_gone(replica.proc.pid)
