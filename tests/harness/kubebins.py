@@ -1,13 +1,15 @@
 """Build the Kubernetes test bed's binaries from the Go wrapper module in tests/harness/kube.
 
-Binaries go to .cache/bin/ and are built only when missing. Run ``python3 -m tests.harness.kubebins``
-from the repository root (``make kube-bins``); the pytest fixtures call :func:`ensure_binaries` themselves.
+Binaries go to .cache/bin/ and are built only when missing (or when the wrapper module changed).
+Run ``python3 -m tests.harness.kubebins`` from the repository root (``make kube-bins``); the pytest
+fixtures call :func:`ensure_binaries` themselves.
 Standard library only, so it runs before the virtualenv exists.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -23,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 MODULE_DIR = Path(__file__).resolve().parent / "kube"
 BIN_DIR = REPO_ROOT / ".cache" / "bin"
 BUILD_LOG = REPO_ROOT / ".cache" / "build-kube.log"
+STAMP = BIN_DIR / ".kube-module.sha256"
 # Binary name == package directory in the wrapper module.
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
 PROGRESS_EVERY_S = 20.0
@@ -45,8 +48,18 @@ def binary_path(name: str) -> Path:
     return BIN_DIR / name
 
 
+def module_digest() -> str:
+    """A digest of the wrapper module's files; binaries built from a different module are stale."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in MODULE_DIR.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(MODULE_DIR).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def missing_binaries() -> list[str]:
-    """Names of the binaries not built yet."""
+    """Names of the binaries not built yet (all of them if the wrapper module changed since)."""
+    if not STAMP.exists() or STAMP.read_text().strip() != module_digest():
+        return list(BINARIES)
     return [name for name in BINARIES if not os.access(binary_path(name), os.X_OK)]
 
 
@@ -127,6 +140,7 @@ def ensure_binaries() -> Path:
             _run_go_build(names, Path(tmp))
             for name in names:
                 os.replace(Path(tmp) / name, binary_path(name))
+        STAMP.write_text(module_digest() + "\n")
         _say(f"built {', '.join(names)} in {time.monotonic() - start:.0f} s into {BIN_DIR}")
     return BIN_DIR
 

@@ -3,6 +3,8 @@
 //
 // k8s.io/kubernetes lists its staging modules at v0.0.0, which the module proxy does not have,
 // so each one is replaced with its published v0.32.N tag matching k8s.io/kubernetes v1.32.N.
+// v1.32.5: for later patches some staging modules were missing from the module proxy or the checksum
+// database when this was written. To move on, change every v0.32.5 and v1.32.5 below, then `go mod tidy`.
 module stormscale.local/testbed/kube
 
 go 1.23.0
