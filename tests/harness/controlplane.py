@@ -238,6 +238,8 @@ class ControlPlane:
     def _write_credentials(self) -> None:
         """The static token file and the service-account signing key (one RSA key for both SA flags)."""
         (self.run_dir / "tokens.csv").write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        if shutil.which("openssl") is None:
+            raise StartupError("openssl is needed to make the service-account key (Debian package openssl)")
         subprocess.run(
             ["openssl", "genrsa", "-out", str(self.run_dir / "sa.key"), "2048"],
             check=True,

@@ -1,0 +1,95 @@
+"""The pod runner's CPU arithmetic, and the files it writes on either cgroup version.
+
+The integration tests run on the machine's real hierarchy (cgroup v1 here); the layout tests below
+use a scratch directory shaped like /sys/fs/cgroup to check the file formats of both versions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness.cgroups import CpuCgroup, CpuResources, parse_cpu_millis, quota_us, shares, weight
+from tests.harness.podrunner import cpu_resources, match_labels_selector
+
+
+@pytest.mark.parametrize(
+    ("quantity", "millis"),
+    [("500m", 500), ("1", 1000), ("0.25", 250), ("1.5", 1500), (2, 2000), ("100m", 100)],
+)
+def test_cpu_quantities_in_millicores(quantity: str | int, millis: int) -> None:
+    assert parse_cpu_millis(quantity) == millis
+
+
+def test_quota_is_the_limit_share_of_the_period() -> None:
+    assert quota_us(500) == 50_000
+    assert quota_us(1000) == 100_000
+    assert quota_us(2500) == 250_000
+    assert quota_us(1) == 1_000  # the kernel's minimum
+
+
+def test_weights_follow_the_kubelet() -> None:
+    assert shares(None) == 2
+    assert shares(500) == 512
+    assert shares(1000) == 1024
+    assert weight(2) == 1
+    assert weight(262_144) == 10_000
+    assert weight(1024) == 39
+
+
+def deployment(resources: dict[str, dict[str, str]]) -> dict[str, object]:
+    container = {"name": "c", "resources": resources}
+    return {
+        "spec": {
+            "selector": {"matchLabels": {"b": "2", "a": "1"}},
+            "template": {"spec": {"containers": [container]}},
+        }
+    }
+
+
+def test_request_defaults_to_the_limit() -> None:
+    assert cpu_resources(deployment({"limits": {"cpu": "500m"}})) == CpuResources(500, 500)
+    assert cpu_resources(deployment({"limits": {"cpu": "1"}, "requests": {"cpu": "250m"}})) == CpuResources(
+        1000, 250
+    )
+    assert cpu_resources(deployment({})) == CpuResources(None, None)
+
+
+def test_selector_from_match_labels() -> None:
+    assert match_labels_selector(deployment({})) == "a=1,b=2"
+
+
+def scratch_hierarchy(root: Path, v2: bool) -> Path:
+    if v2:
+        (root / "cgroup.controllers").write_text("cpu memory\n")
+        (root / "cgroup.subtree_control").write_text("memory\n")
+        (root / "pods").mkdir()
+        (root / "pods" / "cgroup.subtree_control").write_text("")
+    else:
+        (root / "cpu").mkdir()
+    return root
+
+
+def test_v1_files(tmp_path: Path) -> None:
+    group = CpuCgroup.create("pods", "ns-d-0", CpuResources(500, 250), fs=scratch_hierarchy(tmp_path, False))
+    assert group.path == tmp_path / "cpu" / "pods" / "ns-d-0"
+    assert (group.path / "cpu.cfs_quota_us").read_text() == "50000"
+    assert (group.path / "cpu.cfs_period_us").read_text() == "100000"
+    assert (group.path / "cpu.shares").read_text() == "256"
+    assert group.limit() == (50_000, 100_000)
+    group.apply(CpuResources(None, None))
+    assert group.limit() == (None, 100_000)
+
+
+def test_v2_files(tmp_path: Path) -> None:
+    group = CpuCgroup.create("pods", "ns-d-0", CpuResources(1500, 1500), fs=scratch_hierarchy(tmp_path, True))
+    assert group.path == tmp_path / "pods" / "ns-d-0"
+    assert (group.path / "cpu.max").read_text() == "150000 100000"
+    assert (group.path / "cpu.weight").read_text() == str(weight(1536))
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+cpu"
+    assert (tmp_path / "pods" / "cgroup.subtree_control").read_text() == "+cpu"
+    assert group.limit() == (150_000, 100_000)
+    group.apply(CpuResources(None, None))
+    assert (group.path / "cpu.max").read_text() == "max 100000"
+    assert group.limit() == (None, 100_000)
