@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,16 @@ PodRunnerFactory = Callable[..., PodRunner]
 
 
 @pytest.fixture(scope="session")
-def kube_binaries() -> Path:
-    """The directory with the test bed's binaries, built on first use (a cold build takes minutes)."""
-    return kubebins.ensure_binaries()
+def kube_binaries(pytestconfig: pytest.Config) -> Path:
+    """The directory with the test bed's binaries, built on first use (a cold build takes minutes).
+
+    The build's progress lines go straight to the terminal, not into pytest's captured output.
+    """
+    if not kubebins.missing_binaries():
+        return kubebins.BIN_DIR
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        return kubebins.ensure_binaries()
 
 
 @pytest.fixture(scope="session")
