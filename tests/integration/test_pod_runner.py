@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import signal
 import statistics
 import sys
 import time
@@ -229,3 +231,27 @@ def test_a_custom_launcher_gets_the_replica_and_its_limit(
     runner.stop()
     assert not replica.cgroup.path.exists()
     assert process_gone(replica.proc.pid)
+
+
+def test_a_replica_that_dies_is_restarted_in_its_cgroup(
+    control_plane: ControlPlane, pod_runner: PodRunner, namespace: str
+) -> None:
+    name = "crashy"
+    control_plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, "200m", "sleep"))
+    )
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    first = live(pod_runner, namespace, name)[0]
+    old_pid = first.proc.pid
+    os.kill(old_pid, signal.SIGKILL)
+    wait_for(
+        lambda: [r.proc.pid for r in live(pod_runner, namespace, name)] not in ([], [old_pid]),
+        SCALE_TIMEOUT_S,
+        "a new process",
+    )
+    again = live(pod_runner, namespace, name)[0]
+    assert again.restarts == 1
+    assert again.cgroup.path == cgroup_dir(namespace, name, 0)
+    wait_for(lambda: again.proc.pid in again.cgroup.pids(), 5, "the new process in the same cgroup")
+    control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
+    wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the cgroup to go")
