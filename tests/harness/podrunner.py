@@ -1,12 +1,13 @@
 """A test-bed stand-in for the kubelet: Deployment replicas as local processes in CPU cgroups.
 
 The runner watches apps/v1 Deployments that carry a label (``stormscale.io/pod-runner=true`` by
-default) and keeps ``spec.replicas`` processes running for each. Replica ``i`` of Deployment ``d`` in
-namespace ``ns`` runs in the cgroup ``stormscale/<ns>-<d>-<i>``, whose CPU quota equals the pod
-template's first container CPU limit (and whose weight follows its CPU request, as the kubelet
-sets them), together with every process it forks. Scaling down stops the
-highest index first. What a replica runs comes from a launcher callable (default: the container's
-``command`` + ``args``). A changed CPU limit or request is applied in place to the running replicas' cgroups.
+default) and keeps ``spec.replicas`` processes running for each. Replica ``i`` of Deployment ``d``
+in namespace ``ns`` runs, with every process it forks, in the cgroup ``stormscale/<ns>-<d>-<i>``,
+whose CPU quota equals the pod template's first container CPU limit and whose weight follows its
+CPU request, as the kubelet sets them. Scaling down stops the highest index first. What a replica
+runs comes from a launcher callable (default: the container's ``command`` + ``args``). A changed
+CPU limit or request is applied in place to the running replicas' cgroups; other template changes
+reach only replicas started later.
 
 With kube-controller-manager running, Deployments own ReplicaSets and Pods; the runner marks as many
 of those Pods Ready (newest first) as it has live replicas, so Deployment status (readyReplicas,
@@ -172,13 +173,13 @@ class PodRunner:
         if self._thread is not None:
             self._thread.join(timeout=WATCH_WINDOW_S + 30)
         with self._lock:
-            for key, running in self._replicas.items():
-                self._scale(key, running, 0)
+            for running in self._replicas.values():
+                self._scale_down(running, 0)
             self._replicas.clear()
         remove_if_empty(self._cgroup_parent)
 
     def replicas(self, namespace: str, deployment: str) -> list[RunningReplica]:
-        """A snapshot of the live replicas of one Deployment, by index."""
+        """The replicas of one Deployment by index (a copy), live or waiting to be restarted."""
         with self._lock:
             return list(self._replicas.get((namespace, deployment), []))
 
@@ -230,25 +231,25 @@ class PodRunner:
                 if replica.replica.cpu != cpu:
                     replica.cgroup.apply(cpu)
                     replica.replica = dataclasses.replace(replica.replica, cpu=cpu)
-            self._scale(key, running, desired, deployment, cpu)
+            self._scale_down(running, desired)
+            self._scale_up(key, running, desired, deployment)
             live = sum(1 for r in running if r.proc.poll() is None)
         if self._mark_pods_ready:
             self._mark_pods(deployment, live)
         return key
 
-    def _scale(
-        self,
-        key: tuple[str, str],
-        running: list[RunningReplica],
-        desired: int,
-        deployment: Json | None = None,
-        cpu: CpuResources | None = None,
-    ) -> None:
-        """Start missing replicas (lowest index first) or stop surplus ones (highest first)."""
+    def _scale_down(self, running: list[RunningReplica], desired: int) -> None:
+        """Stop surplus replicas, highest index first."""
         while len(running) > desired:
             self._stop_replica(running.pop())
-        while deployment is not None and cpu is not None and len(running) < desired:
-            replica = Replica(key[0], key[1], len(running), cpu, first_container(deployment), self.run_dir)
+
+    def _scale_up(
+        self, key: tuple[str, str], running: list[RunningReplica], desired: int, deployment: Json
+    ) -> None:
+        """Start missing replicas, lowest index first."""
+        cpu, container = cpu_resources(deployment), first_container(deployment)
+        while len(running) < desired:
+            replica = Replica(key[0], key[1], len(running), cpu, container, self.run_dir)
             try:
                 running.append(self._launch(replica))
             except (LaunchError, OSError) as err:
@@ -257,7 +258,7 @@ class PodRunner:
 
     def _forget(self, key: tuple[str, str]) -> None:
         with self._lock:
-            self._scale(key, self._replicas.pop(key, []), 0)
+            self._scale_down(self._replicas.pop(key, []), 0)
 
     def _launch(self, replica: Replica) -> RunningReplica:
         """Create the replica's cgroup and start its command inside it."""
