@@ -1,0 +1,110 @@
+"""The small per-topology results both implementations produce, and the only rows the driver collects.
+
+A few rows per component: window rates, busy fractions and, for every estimated field, the number of
+intervals it rests on and the spread of its per-interval values. :mod:`stormscale.spark.profile`
+turns them into the profile JSON, so the Spark job and the single-process implementation share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """The window of one topology: its samples, the last change, and the steady part after it.
+
+    Times are seconds since the epoch (UTC), so no time zone conversion happens on collect.
+    """
+
+    topology: str
+    first_ts: float
+    last_ts: float
+    changed_at: float | None
+    steady_start: float
+    intervals: int
+    duplicates: int
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentStats:
+    """Window estimates of one component (rates in tuples/s over the steady window).
+
+    ``*_n`` are the per-interval sample counts and ``*_cv`` the relative spreads (standard deviation
+    over mean) of the per-interval values of the same quantity.
+    """
+
+    topology: str
+    component: str
+    executors_seen: int
+    units: float | None
+    tasks: float | None
+    executed_rate: float | None
+    emitted_rate: float | None
+    offered_rate: float | None
+    busy_max: float | None
+    busy_mean: float | None
+    busy_from_latency: bool
+    rate_n: int
+    rate_cv: float | None
+    selectivity_n: int
+    selectivity_cv: float | None
+    capacity_n: int
+    capacity_cv: float | None
+    offered_n: int
+    offered_cv: float | None
+    emitted_n: int
+    emitted_cv: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeStats:
+    """Tuples/s the child executed from the parent, and the spread of the per-interval fraction."""
+
+    topology: str
+    child: str
+    parent: str
+    rate: float
+    fraction_n: int
+    fraction_cv: float | None
+
+
+def _spark_type(annotation: str) -> DataType:
+    return {
+        "str": StringType(),
+        "int": LongType(),
+        "bool": BooleanType(),
+        "float | None": DoubleType(),
+        "float": DoubleType(),
+    }[annotation]
+
+
+def spark_schema(cls: type[Any]) -> StructType:
+    """The explicit output schema of an aggregate, derived from its dataclass fields."""
+    return StructType(
+        [StructField(f.name, _spark_type(str(f.type)), "None" in str(f.type)) for f in fields(cls)]
+    )
+
+
+WINDOW_SCHEMA = spark_schema(WindowStats)
+COMPONENT_SCHEMA = spark_schema(ComponentStats)
+EDGE_SCHEMA = spark_schema(EdgeStats)
+
+
+def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """Build an aggregate from a collected row (or a dict with the same keys)."""
+    return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]

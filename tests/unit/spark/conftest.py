@@ -1,0 +1,52 @@
+"""Fixtures for the aggregation job's tests: one local[2] SparkSession for the whole run.
+
+Only this folder imports pyspark, so the planner and operator suites never start a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from stormscale.planner import Topology, load_profile
+from stormscale.spark import job, synthetic
+from stormscale.spark.structure import Structure, parse_structure
+
+PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
+
+
+def thesis(name: str) -> Topology:
+    return load_profile(PROFILES / f"thesis-{name}.json")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = job.session("local[2]", shuffle_partitions=2, app="stormscale-tests")
+    yield session
+    session.stop()
+
+
+def write_samples(path: Path, tables: Sequence[pa.Table]) -> Path:
+    pq.write_table(pa.concat_tables(tables), path)
+    return path
+
+
+def scenario_inputs(
+    tmp: Path, cases: Sequence[tuple[Topology, synthetic.Scenario]]
+) -> tuple[Path, list[Structure], list[Path]]:
+    """One Parquet file holding every case (one topology each) and the structures, as files too."""
+    samples = write_samples(tmp / "samples.parquet", [synthetic.generate(t, s) for t, s in cases])
+    structures, files = [], []
+    for topology, scenario in cases:
+        document = synthetic.structure(topology, scenario)
+        file = tmp / f"{document['topology']}.structure.json"
+        file.write_text(json.dumps(document), encoding="utf-8")
+        structures.append(parse_structure(document))
+        files.append(file)
+    return samples, structures, files

@@ -1,0 +1,192 @@
+"""The job recovers a known profile from synthetic samples: noise, skew, a rebalance, backpressure.
+
+All cases live in one Parquet file (one topology each) and go through one Spark run, as a platform's
+history would; each test then checks one topology's profile against the profile that generated it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from stormscale.planner import FlowModel, Topology, evaluate, parse_profile, throughput
+from stormscale.spark import job, local, synthetic
+from stormscale.spark.params import Params
+from tests.unit.spark.conftest import scenario_inputs, thesis
+
+pytestmark = pytest.mark.spark
+
+REL = 0.02
+T17 = thesis("topology-17")
+DIAMOND = thesis("diamond")
+LINEAR = thesis("linear")
+TREE = thesis("simple-tree")
+T10 = thesis("topology-10")
+
+REBALANCE = synthetic.Scenario(
+    name="rebalance",
+    duration_s=1800,
+    rebalance_at_s=900,
+    units_after={"4": 2, "16": 2},
+    noise=0.02,
+    skew=0.3,
+    seed=1,
+)
+BACKPRESSURE = synthetic.Scenario(name="backpressure", duration_s=1200, offered_scale=3.0, noise=0.01, seed=2)
+NO_OFFERED = synthetic.Scenario(
+    name="no-offered", duration_s=1200, offered_scale=2.0, offered_metric=False, seed=3
+)
+UNSTABLE = synthetic.Scenario(name="unstable", duration_s=1200, noise=0.5, seed=4)
+PARTIAL = synthetic.Scenario(name="partial-split", duration_s=1200, noise=0.01, seed=5)
+CASES = [(T17, REBALANCE), (DIAMOND, BACKPRESSURE), (LINEAR, NO_OFFERED), (TREE, UNSTABLE), (T10, PARTIAL)]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    samples, structures, _ = scenario_inputs(tmp_path_factory.mktemp("recovery"), CASES)
+    return samples, structures
+
+
+@pytest.fixture(scope="module")
+def profiles(spark: SparkSession, inputs: tuple[Path, list[Any]]) -> dict[str, dict[str, Any]]:
+    samples, structures = inputs
+    documents = job.run(spark, [str(samples)], structures, Params())
+    return {d["topology"]: d for d in documents}
+
+
+def by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in document["components"]}
+
+
+def assert_recovers_model(document: dict[str, Any], truth: Topology, scenario: synthetic.Scenario) -> None:
+    """Capacities, selectivities, fractions and offered rates within 2%; units and maxUnits exact."""
+    got = by_id(document)
+    tasks = synthetic.tasks_of(truth, scenario)
+    for c in truth.components:
+        g = got[c.id]
+        assert g["units"] == scenario.units_after.get(c.id, c.units), c.id
+        assert g["maxUnits"] == tasks[c.id], c.id
+        if c.is_spout:
+            assert g["outputPerUnit"] == pytest.approx(c.output_per_unit * scenario.offered_scale, rel=REL), (
+                c.id
+            )
+        else:
+            assert g["capacityPerUnit"] == pytest.approx(c.capacity_per_unit, rel=REL), c.id
+            assert g["selectivity"] == pytest.approx(c.selectivity, rel=REL), c.id
+        fractions = g.get("children", {})
+        assert set(fractions) == {cid for cid, _ in c.children}, c.id
+        for cid, f in c.children:
+            assert fractions[cid] == pytest.approx(f, rel=REL), (c.id, cid)
+
+
+def test_rebalance_with_noise_and_skew_recovers_the_profile(profiles: dict[str, dict[str, Any]]) -> None:
+    document = profiles["rebalance"]
+    assert_recovers_model(document, T17, REBALANCE)
+    window = document["confidence"]["window"]
+    assert window["changedAt"] == "2026-01-01T00:15:00+00:00"
+    assert window["steadyStart"] == "2026-01-01T00:17:00+00:00"
+    assert document["confidence"]["steady"] is True
+    skew = by_id(document)["4"]["confidence"]["capacityPerUnit"]["skew"]
+    assert skew == pytest.approx(1.3 / (2.3 / 2), rel=REL)  # busiest / mean busy fraction
+
+
+def test_rebalance_profile_is_valid_for_the_planner(profiles: dict[str, dict[str, Any]]) -> None:
+    topology = parse_profile(profiles["rebalance"])
+    assert [c.id for c in topology.components] == [c.id for c in T17.components]
+
+
+def test_backpressure_recovers_demand_not_the_throttled_rates(profiles: dict[str, dict[str, Any]]) -> None:
+    document = profiles["backpressure"]
+    assert_recovers_model(document, DIAMOND, BACKPRESSURE)
+    spout = by_id(document)["1"]
+    measured = (
+        evaluate(synthetic.scaled(DIAMOND, 3.0), DIAMOND.units, FlowModel.BACKPRESSURE).components[0].output
+    )
+    assert measured < 0.5 * spout["outputPerUnit"]  # the spout really was throttled in the samples
+    assert spout["confidence"]["emittedRate"] == pytest.approx(measured, rel=REL)
+    assert spout["confidence"]["outputPerUnit"] == {
+        "samples": pytest.approx(119, abs=2),
+        "spread": pytest.approx(0.01, abs=0.01),
+        "source": "offered",
+        "throttled": True,
+    }
+    # the bottleneck (3) is saturated, the other branch (2) is not: both capacities come from busy time
+    assert by_id(document)["3"]["confidence"]["capacityPerUnit"]["busiest"] == pytest.approx(1.0, rel=REL)
+    assert by_id(document)["2"]["confidence"]["capacityPerUnit"]["busiest"] < 0.6
+
+
+def test_backpressure_profile_predicts_the_true_throughput(profiles: dict[str, dict[str, Any]]) -> None:
+    estimated = parse_profile(profiles["backpressure"])
+    truth = synthetic.scaled(DIAMOND, 3.0)
+    for extra in ((0, 0, 0, 0), (0, 1, 2, 0)):
+        units = tuple(u + x for u, x in zip(truth.units, extra, strict=True))
+        for model in FlowModel:
+            assert throughput(estimated, units, model) == pytest.approx(
+                throughput(truth, units, model), rel=REL
+            )
+
+
+def test_without_offered_total_the_emitted_rate_is_used_and_said(profiles: dict[str, dict[str, Any]]) -> None:
+    document = profiles["no-offered"]
+    spout = by_id(document)["1"]
+    throttled = (
+        evaluate(synthetic.scaled(LINEAR, 2.0), LINEAR.units, FlowModel.BACKPRESSURE).components[0].output
+    )
+    assert spout["outputPerUnit"] == pytest.approx(throttled, rel=REL)
+    assert spout["confidence"]["outputPerUnit"]["source"] == "emitted"
+    assert any("no offered_total" in n for n in document["confidence"]["notes"])
+    for c in LINEAR.components[1:]:
+        assert by_id(document)[c.id]["capacityPerUnit"] == pytest.approx(c.capacity_per_unit, rel=REL)
+
+
+def test_unstable_rates_are_flagged_not_hidden(profiles: dict[str, dict[str, Any]]) -> None:
+    confidence = profiles["unstable"]["confidence"]
+    assert confidence["steady"] is False
+    assert set(confidence["unstable"]) == {c.id for c in TREE.components}
+    assert all(not c["confidence"]["stable"] for c in profiles["unstable"]["components"])
+    assert all(c["confidence"]["stable"] for c in profiles["rebalance"]["components"])
+
+
+def test_fractions_summing_below_one_are_kept(profiles: dict[str, dict[str, Any]]) -> None:
+    assert_recovers_model(profiles["partial-split"], T10, PARTIAL)
+    assert sum(by_id(profiles["partial-split"])["1"]["children"].values()) == pytest.approx(0.99, rel=0.005)
+
+
+def test_single_process_engine_gives_the_same_profiles(
+    profiles: dict[str, dict[str, Any]], inputs: tuple[Path, list[Any]]
+) -> None:
+    samples, structures = inputs
+    for document in local.run([str(samples)], structures, Params()):
+        assert_same(document, profiles[document["topology"]], document["topology"])
+
+
+def assert_same(a: Any, b: Any, where: str) -> None:
+    """Equal documents, numbers to 1e-4 (the engines sum in different orders)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict), where
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list), where
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and not isinstance(b, bool):
+        assert b == pytest.approx(a, rel=1e-4), where
+    else:
+        assert a == b, where
+
+
+def test_without_settling_the_transient_biases_capacity(inputs: tuple[Path, list[Any]]) -> None:
+    """Negative control: the rebalance's transient is what the settle period removes."""
+    samples, structures = inputs
+    rebalance = [s for s in structures if s.topology == "rebalance"]
+    (document,) = local.run([str(samples)], rebalance, Params(settle_s=0))
+    errors = [
+        abs(by_id(document)[c.id]["capacityPerUnit"] / c.capacity_per_unit - 1) for c in T17.components[1:]
+    ]
+    assert max(errors) > 0.05
