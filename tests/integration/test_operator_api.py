@@ -53,7 +53,6 @@ def crd(control_plane: ControlPlane) -> Iterator[None]:
     control_plane.kubectl(
         "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
     )
-    yield
 
 
 @pytest.fixture
@@ -192,7 +191,7 @@ def test_topology_name_is_immutable_and_slots_must_be_positive(
     assert "topologyName is immutable" in str(err.value)
     zero = json.loads(manifest(namespace))
     zero["spec"]["workers"]["slotsPerPod"] = 0
-    with pytest.raises(RuntimeError, match="spec.workers.slotsPerPod"):
+    with pytest.raises(RuntimeError, match=r"spec\.workers\.slotsPerPod"):
         control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(zero))
 
 
