@@ -48,7 +48,7 @@ def eventually(check: Callable[[], Any], timeout_s: float = 60, what: str = "con
 
 
 @pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> Iterator[None]:
+def crd(control_plane: ControlPlane) -> None:
     control_plane.kubectl("apply", "-f", str(CRD))
     control_plane.kubectl(
         "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
