@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tests.harness.nimbus_client import ClusterInfo, NimbusClient
 from tests.harness.storm_home import REPO_ROOT, ensure_storm_home
@@ -195,6 +195,13 @@ def supervisor_spec(
     )
 
 
+class Named(Protocol):
+    """Anything with a replica name (the pod runner's ``Replica`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+
 @dataclass
 class SupervisorLauncher:
     """Turns a replica name into a Supervisor ``LaunchSpec``: the callable the pod runner calls.
@@ -217,7 +224,10 @@ class SupervisorLauncher:
                 self._hosts[name] = f"127.0.{1 + n // 254}.{1 + n % 254}"
             return self._hosts[name]
 
-    def __call__(self, name: str) -> LaunchSpec:
+    def __call__(self, replica: str | Named) -> LaunchSpec:
+        """The spec of replica ``replica`` (a name, or anything with a ``name``, such as the pod
+        runner's ``Replica``); its ``argv``/``env``/``cwd`` are what the pod runner's ``Command`` needs."""
+        name = replica if isinstance(replica, str) else replica.name
         return supervisor_spec(self.endpoints, name, self.host_for(name), self.slots, self.extra_conf)
 
 

@@ -152,14 +152,23 @@ def marked_pids(marker: str) -> list[int]:
 
 def _is_marked(proc_dir: Path, marker: str) -> bool:
     try:
+        if (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False  # a zombie is already dead: only its parent's wait() is missing
         cmdline = (proc_dir / "cmdline").read_bytes().decode(errors="replace")
         return marker in cmdline or os.readlink(proc_dir / "cwd").startswith(marker)
-    except OSError:
+    except (OSError, IndexError):
         return False
 
 
-def kill_marked(marker: str) -> None:
-    """SIGKILL every process whose command line contains ``marker`` (workers that left the group)."""
-    for pid in marked_pids(marker):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+def kill_marked(marker: str, timeout_s: float = STOP_GRACE_S) -> list[int]:
+    """SIGKILL every process marked with ``marker`` (workers that left the group) and wait until
+    they are gone; the pids still there after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = marked_pids(marker)
+        if not pids or time.monotonic() > deadline:
+            return pids
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tests.harness.nimbus_client import ComponentStats
 from tests.harness.storm_cluster import StormCluster
+from tests.harness.storm_process import marked_pids
 from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
 
 pytestmark = pytest.mark.storm
@@ -31,9 +33,21 @@ def running(cluster: StormCluster, shape: str, overrides: dict[str, object]) -> 
         kill(cluster.endpoints, topology.name)
 
 
+def describe(pids: list[int]) -> list[str]:
+    """Pid, state and command line of each process (for failure messages)."""
+    out = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:300]
+            out.append(f"{pid} {Path(f'/proc/{pid}/stat').read_text().split()[2]} {cmdline.decode()}")
+        except OSError:
+            out.append(f"{pid} (gone)")
+    return out
+
+
 def executed(stats: dict[str, ComponentStats], *components: str) -> int:
-    """Tuples executed by ``components`` together."""
-    return sum(stats[c].executed for c in components)
+    """Tuples executed by ``components`` together (a component not reported yet counts 0)."""
+    return sum(stats[c].executed for c in components if c in stats)
 
 
 def test_linear_topology_sink_counts_grow(storm_cluster: StormCluster, storm_supervisor: str) -> None:
@@ -77,3 +91,30 @@ def test_topology10_feeds_all_six_sinks_in_thesis_proportions(
     middle = executed(stats, "2", "3", "4")
     assert executed(stats, "2") / middle == pytest.approx(0.45, abs=0.08)
     assert executed(stats, "4") / middle == pytest.approx(0.22, abs=0.08)
+
+
+def test_two_workers_on_two_supervisors_and_stopping_one_ends_its_worker(
+    storm_cluster: StormCluster, storm_supervisor: str
+) -> None:
+    name = "it-second-supervisor"
+    spec_marker = storm_cluster.launcher(name).marker
+    storm_cluster.start_supervisor(name)
+    try:
+        overrides = {"topology.name": "it-two-workers", "topology.workers": 2, "c1.rate": 20}
+        with running(storm_cluster, "linear", overrides) as topo:
+            stats = wait_for_stats(
+                storm_cluster.endpoints, topo.id, lambda s: executed(s, "4") >= 100, FIRST_TUPLES_TIMEOUT_S
+            )
+            info = storm_cluster.nimbus.topology(topo.name)
+            on_second = marked_pids(spec_marker)
+            storm_cluster.stop_supervisor(name)
+            left = marked_pids(spec_marker)
+    finally:
+        storm_cluster.stop_supervisor(name)
+    assert info is not None
+    assert info.num_workers == 2
+    assert (
+        stats["1"].emitted > 0
+    )  # workers report separately, so counts of different components are not comparable
+    assert len(on_second) >= 3, "the second supervisor runs a worker with multilang children"
+    assert left == [], f"processes left after stopping the supervisor: {describe(left)}"
