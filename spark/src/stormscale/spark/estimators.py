@@ -73,12 +73,15 @@ def with_increments(samples: DataFrame, counters: Sequence[str] = COUNTERS) -> D
     w = Window.partitionBy(*SERIES).orderBy("ts")
     value, prev = F.col("value"), F.col("prev_value")
     is_counter = F.col("metric").isin(list(counters))
+    has_prev = prev.isNotNull()
     return (
         samples.select("*", F.lag("ts").over(w).alias("prev_ts"), F.lag("value").over(w).alias("prev_value"))
         .withColumn("dt", _seconds("ts") - _seconds("prev_ts"))
-        .withColumn("increase", F.when(is_counter, F.when(value >= prev, value - prev).otherwise(value)))
-        .withColumn("reset", is_counter & (value < prev))
-        .withColumn("changed", ~is_counter & (value != prev))
+        .withColumn(
+            "increase", F.when(is_counter & has_prev, F.when(value >= prev, value - prev).otherwise(value))
+        )
+        .withColumn("reset", is_counter & has_prev & (value < prev))
+        .withColumn("changed", ~is_counter & has_prev & (value != prev))
     )
 
 

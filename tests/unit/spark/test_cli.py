@@ -1,0 +1,58 @@
+"""The CLI end to end, as a user runs it: ``python -m stormscale.spark`` on Parquet in a temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stormscale.planner import load_profile
+from stormscale.spark import synthetic
+from tests.unit.spark.conftest import scenario_inputs, thesis
+
+pytestmark = pytest.mark.spark
+
+DIAMOND = thesis("diamond")
+TREE = thesis("simple-tree")
+
+
+def test_cli_writes_one_valid_profile_per_topology(tmp_path: Path) -> None:
+    cases = [
+        (DIAMOND, synthetic.Scenario(name="diamond", duration_s=900, offered_scale=2.0, seed=7)),
+        (
+            TREE,
+            synthetic.Scenario(name="tree", duration_s=900, rebalance_at_s=300, units_after={"3": 2}, seed=8),
+        ),
+    ]
+    samples, _, files = scenario_inputs(tmp_path, cases)
+    structures = tmp_path / "structures"
+    structures.mkdir()
+    for file in files:
+        file.rename(structures / file.name)
+    out = tmp_path / "profiles"
+    argv = ["--samples", str(samples), "--structure", str(structures), "--output", str(out)]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    command = [
+        sys.executable,
+        "-m",
+        "stormscale.spark",
+        *argv,
+        "--master",
+        "local[2]",
+        "--shuffle-partitions",
+        "2",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == ["diamond.json", "tree.json"]
+    assert done.stdout.split() == [str(out / "diamond.json"), str(out / "tree.json")]
+    diamond = load_profile(out / "diamond.json")  # the planner reads what the job writes
+    assert diamond.components[0].output_per_unit == pytest.approx(2000.0, rel=0.02)
+    assert [c.capacity_per_unit for c in diamond.components[1:]] == pytest.approx([400, 200, 900], rel=0.02)
+    tree = json.loads((out / "tree.json").read_text(encoding="utf-8"))
+    assert {c["id"]: c["units"] for c in tree["components"]}["3"] == 2
+    assert tree["confidence"]["window"]["steadyStart"] == "2026-01-01T00:07:00+00:00"
