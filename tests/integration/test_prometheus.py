@@ -24,11 +24,13 @@ def test_prometheus_scrapes_a_loopback_target_and_answers_a_range_query(promethe
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     try:
         prometheus.set_jobs([StaticJob("probe", [f"127.0.0.1:{port}"])])
+        prometheus.wait_for('up{job="probe"} == 1', timeout_s=30)
         started = datetime.now()
         for _ in range(8):
             ticks.inc(5)
             time.sleep(1)
         prometheus.wait_for('probe_ticks_total{job="probe"} >= 40', timeout_s=30)
+        time.sleep(2)  # the client rounds times to whole seconds: keep the last sample inside the range
         client = PrometheusConnect(url=prometheus.url, disable_ssl=True)
         series = client.custom_query_range(
             'probe_ticks_total{job="probe"}', start_time=started, end_time=datetime.now(), step="1"
@@ -38,7 +40,7 @@ def test_prometheus_scrapes_a_loopback_target_and_answers_a_range_query(promethe
         thread.join(timeout=5)
         prometheus.set_jobs([])
     values = [float(v) for _, v in series[0]["values"]]
-    assert len(values) >= 3
+    assert len(values) >= 6
     assert values == sorted(values), "a counter never goes down"
     assert values[-1] == 40.0
 
