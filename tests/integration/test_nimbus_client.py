@@ -1,0 +1,159 @@
+"""The product Nimbus client against a real Storm 2.8 Nimbus: reads, structure, refusals, rebalance.
+
+One light ``linear`` topology (bolts with 3 tasks, 1 executor each) serves the whole module; the
+rebalance test runs last because it changes the topology.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from stormscale.operator.adapters.nimbus import NimbusPort
+from stormscale.operator.ports import RefusedError
+from stormscale.operator.storm import (
+    Endpoint,
+    NimbusClient,
+    RebalanceRequest,
+    RequestRejectedError,
+    TopologyNotFoundError,
+)
+from stormscale.operator.storm.model import ALL_TIME, Kind, StreamId
+from stormscale.operator.storm.stats import executors_per_component
+from tests.harness.storm_cluster import StormCluster
+from tests.harness.storm_topology import Topology, kill, submit
+
+pytestmark = pytest.mark.storm
+
+NAME = "it-nimbus-client"
+PROPS = {"topology.name": NAME, "max.tasks": 3, "c1.tasks": 2, "c1.rate": 20}
+COSTS = {"c2.cost_us": 300, "c3.cost_us": 300, "c4.cost_us": 300}
+REBALANCE_WAIT_S = 3
+SETTLE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def topology(storm_cluster: StormCluster, storm_supervisor: str) -> Iterator[Topology]:
+    """The module's running topology, killed at the end."""
+    topo = submit(storm_cluster.endpoints, "linear", {**PROPS, **COSTS})
+    try:
+        yield topo
+    finally:
+        kill(storm_cluster.endpoints, topo.name)
+
+
+@pytest.fixture(scope="module")
+def client(storm_cluster: StormCluster) -> NimbusClient:
+    """The product client on the session's Nimbus."""
+    ep = storm_cluster.endpoints
+    return NimbusClient(Endpoint(ep.host, ep.nimbus_port), timeout_s=10)
+
+
+def test_cluster_summary_names_the_leader_and_the_topology(client: NimbusClient, topology: Topology) -> None:
+    summary = client.cluster_summary()
+    assert summary.leader is not None
+    assert summary.leader.endpoint.port == client.seeds[0].port
+    listed = {t.name: t for t in summary.topologies}
+    assert listed[NAME].id == topology.id
+    assert listed[NAME].status == "ACTIVE"
+
+
+def test_topology_info_has_executors_tasks_and_per_stream_stats(
+    client: NimbusClient, topology: Topology
+) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        info = client.topology_info(NAME)
+        sink = [e for e in info.user_executors() if e.component == "4"]
+        if sink and sink[0].window(ALL_TIME).executed:
+            break
+        assert time.monotonic() < deadline, f"the sink never reported stats: {info}"
+        time.sleep(2)
+    assert info.id == topology.id
+    assert executors_per_component(info) == {"1": 1, "2": 1, "3": 1, "4": 1}
+    assert {e.component: e.tasks for e in info.user_executors()} == {"1": 2, "2": 3, "3": 3, "4": 3}
+    assert sink[0].kind is Kind.BOLT
+    assert set(sink[0].window(ALL_TIME).executed) == {StreamId("3", "default")}, "keyed by GlobalStreamId"
+
+
+def test_structure_decodes_inputs_keyed_by_global_stream_id(client: NimbusClient, topology: Topology) -> None:
+    structure = client.structure(topology.id)
+    assert sorted(structure.components) == ["1", "2", "3", "4"]
+    assert structure.components["1"].kind is Kind.SPOUT
+    assert structure.components["3"].inputs == {StreamId("2", "default"): "shuffle"}
+    assert [structure.children(c) for c in "1234"] == [("2",), ("3",), ("4",), ()]
+
+
+def test_unknown_topology_is_a_typed_error(client: NimbusClient) -> None:
+    with pytest.raises(TopologyNotFoundError, match="no-such-topology"):
+        client.topology_info("no-such-topology")
+
+
+def test_nimbus_refuses_an_unknown_component_itself(client: NimbusClient, topology: Topology) -> None:
+    request = RebalanceRequest(wait_secs=REBALANCE_WAIT_S, executors={"nope": 2})
+    with pytest.raises(RequestRejectedError, match="refused by Nimbus") as caught:
+        client.rebalance(NAME, request, validate=False)
+    assert "\n" not in str(caught.value)
+    assert client.topology(NAME) is not None
+    assert client.topology(NAME).status == "ACTIVE"  # type: ignore[union-attr]
+
+
+def test_the_client_refuses_more_executors_than_tasks_before_calling_nimbus(
+    client: NimbusClient, topology: Topology
+) -> None:
+    request = RebalanceRequest(wait_secs=REBALANCE_WAIT_S, executors={"2": 4, "nope": 1})
+    with pytest.raises(RequestRejectedError, match=r"'2': 4 executors outside 1\.\.3") as caught:
+        client.rebalance(NAME, request)
+    assert "unknown component 'nope'" in str(caught.value)
+    assert client.topology(NAME).status == "ACTIVE"  # type: ignore[union-attr]
+
+
+def test_the_port_maps_refusals_and_describes_the_topology(client: NimbusClient, topology: Topology) -> None:
+    port = NimbusPort(client)
+    state = port.describe(NAME)
+    assert state.active
+    assert state.executors == {"1": 1, "2": 1, "3": 1, "4": 1}
+    assert state.tasks == {"1": 2, "2": 3, "3": 3, "4": 3}
+    assert state.workers == 1
+    with pytest.raises(RefusedError, match="task count"):
+        port.rebalance(NAME, {"2": 9}, workers=1, wait_secs=REBALANCE_WAIT_S)
+    with pytest.raises(RefusedError, match="not running"):
+        port.describe("no-such-topology")
+
+
+def test_rebalance_from_one_to_three_executors_shows_in_topology_info(
+    client: NimbusClient, topology: Topology
+) -> None:
+    port = NimbusPort(client)
+    before = port.describe(NAME)
+    (old,) = [e for e in client.topology_info(NAME).user_executors() if e.component == "2"]
+    started = time.monotonic()
+    port.rebalance(NAME, {**before.executors, "2": 3}, workers=1, wait_secs=REBALANCE_WAIT_S)
+    while True:
+        state = port.describe(NAME)
+        if state.active and state.executors["2"] == 3:
+            break
+        assert time.monotonic() - started < REBALANCE_WAIT_S + SETTLE_S, f"not rebalanced: {state}"
+        time.sleep(1)
+    assert state.executors == {"1": 1, "2": 3, "3": 1, "4": 1}
+    assert state.tasks == before.tasks
+    info = client.topology_info(NAME)
+    new = sorted(e.id for e in info.user_executors() if e.component == "2")
+    assert new == [f"[{t}-{t}]" for t in range(old.task_start, old.task_end + 1)]
+
+
+def test_nimbus_itself_silently_caps_executors_at_the_task_count(
+    client: NimbusClient, topology: Topology
+) -> None:
+    """Why the client validates: Nimbus accepts 5 executors for 3 tasks and runs 3."""
+    client.rebalance(NAME, RebalanceRequest(wait_secs=1, executors={"2": 5}), validate=False)
+    started = time.monotonic()
+    while True:
+        summary = client.topology(NAME)
+        if summary is not None and summary.status == "ACTIVE":
+            break
+        assert time.monotonic() - started < SETTLE_S, f"still rebalancing: {summary}"
+        time.sleep(1)
+    assert executors_per_component(client.topology_info(NAME))["2"] == 3
