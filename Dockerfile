@@ -1,0 +1,23 @@
+# Stormscale operator image: the planner and the Kopf operator (and the Storm exporter), no Spark, no Java.
+#
+#   docker build -t stormscale/operator:0.1.0 .
+#
+# The image runs as a non-root user and needs no writable root filesystem (the chart mounts an
+# emptyDir at /tmp). Its contents are installed by operator/image/install.sh from the pinned
+# operator/requirements.lock; tests/integration/test_packaging.py runs the same script into a fresh
+# virtual environment and starts the operator from it, because no Docker engine runs in CI.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY planner/ planner/
+COPY operator/ operator/
+RUN sh operator/image/install.sh /opt/stormscale
+
+FROM python:3.11-slim
+COPY --from=build /opt/stormscale /opt/stormscale
+ENV PATH=/opt/stormscale/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+EXPOSE 8080
+ENTRYPOINT ["kopf"]
+CMD ["run", "--standalone", "--all-namespaces", "--liveness=http://0.0.0.0:8080/healthz", "--module=stormscale.operator.handlers"]

@@ -1,0 +1,60 @@
+{{/* The release's full name, at most 63 characters. */}}
+{{- define "stormscale.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Standard labels (app.kubernetes.io/* and helm.sh/chart). */}}
+{{- define "stormscale.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "stormscale.selector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "stormscale.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "stormscale.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "stormscale.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+The rules of exactly the calls the operator makes (docs/operator.md lists each call):
+- StormTopologies: watched (list, watch), read fresh (get), Kopf's bookkeeping annotations (patch);
+- their status: read and merge-patched;
+- the worker Deployment: read, and replicas set by server-side apply (patch);
+- HorizontalPodAutoscalers: listed to refuse fighting another writer;
+- Events: one per decision.
+*/}}
+{{- define "stormscale.rules" -}}
+- apiGroups: [stormscale.io]
+  resources: [stormtopologies]
+  verbs: [get, list, watch, patch]
+- apiGroups: [stormscale.io]
+  resources: [stormtopologies/status]
+  verbs: [get, patch]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, patch]
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [list]
+- apiGroups: ["", events.k8s.io]
+  resources: [events]
+  verbs: [create]
+{{- end -}}
