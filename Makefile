@@ -76,3 +76,11 @@ storm-up: venv storm-home
 ## storm-down: stop what storm-up started
 storm-down: venv
 	$(BIN)/python -m tests.harness.storm_cluster down
+
+# The aggregation job's benchmark (spark/, bench/aggregation.py): Spark local[2] against the single-process
+# engine on 1M, 10M and 50M samples (about 15 min on 2 cores); SIZES="1e6 1e7" runs fewer.
+.PHONY: bench-aggregation
+
+## bench-aggregation: samples/s and peak memory per engine, table on stdout, plot in bench/out/aggregation.png
+bench-aggregation: venv
+	$(BIN)/python -m bench.aggregation $(if $(SIZES),--sizes $(SIZES))
