@@ -1,0 +1,302 @@
+"""The exporter and the sample reader against real Storm and Prometheus.
+
+One light ``linear`` topology and one exporter process (``python -m stormscale.operator.exporter``)
+serve the module; Prometheus scrapes the exporter and the spout's own endpoint. Order matters: the
+rate test fills Prometheus with two minutes of data that the sample-reader test then reads, and the
+rebalance test runs last because it changes the topology.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_client.parser import text_string_to_metric_families
+
+from stormscale.operator.exporter import names as n
+from stormscale.operator.exporter.scraper import Scraper
+from stormscale.operator.exporter.server import serve
+from stormscale.operator.metrics.queries import QUERIES
+from stormscale.operator.metrics.samples import SCHEMA
+from stormscale.operator.storm import Endpoint, NimbusClient, RebalanceRequest
+from stormscale.operator.storm.model import ALL_TIME, TEN_MINUTES
+from tests.harness.prometheus import Prometheus, StaticJob
+from tests.harness.storm_cluster import StormCluster
+from tests.harness.storm_process import free_port
+from tests.harness.storm_topology import Topology, kill, submit
+
+pytestmark = pytest.mark.storm
+
+NAME = "it-exporter"
+RATE = 30
+PROPS = {"topology.name": NAME, "max.tasks": 3, "c1.tasks": 2, "c1.rate": RATE}
+COSTS = {"c2.cost_us": 2000, "c3.cost_us": 1000, "c4.cost_us": 500}
+RATE_WINDOW_S = 90
+REBALANCE_WAIT_S = 3
+Key = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """The exporter process under test."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def families(self) -> dict[str, dict[Key, float]]:
+        """Scrape /metrics: metric name → (sorted label pairs) → value."""
+        text = requests.get(f"{self.url}/metrics", timeout=10).text
+        out: dict[str, dict[Key, float]] = defaultdict(dict)
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                out[s.name][tuple(f"{k}={v}" for k, v in sorted(s.labels.items()))] = s.value
+        return out
+
+
+def label(labels: Key, name: str) -> str:
+    """The value of label ``name`` in a sample's ``("k=v", ...)`` key ("" if absent)."""
+    return next((pair.split("=", 1)[1] for pair in labels if pair.startswith(f"{name}=")), "")
+
+
+def totals(samples: dict[Key, float], components: Iterable[str]) -> dict[str, float]:
+    """Per-component sums for ``components`` (0 where the exporter has no series, e.g. a sink's emits)."""
+    sums = per_component(samples)
+    return {c: sums.get(c, 0.0) for c in components}
+
+
+def per_component(samples: dict[Key, float]) -> dict[str, float]:
+    """Sum a family's samples by their component label."""
+    sums: dict[str, float] = defaultdict(float)
+    for labels, value in samples.items():
+        sums[label(labels, "component")] += value
+    return dict(sums)
+
+
+@pytest.fixture(scope="module")
+def topology(
+    storm_cluster: StormCluster, storm_supervisor: str, prometheus: Prometheus
+) -> Iterator[Topology]:
+    """The module's topology; its spout registers its own endpoint with Prometheus."""
+    props = {**PROPS, **COSTS, "metrics.sd.dir": prometheus.sd_dir}
+    topo = submit(storm_cluster.endpoints, "linear", props)
+    try:
+        yield topo
+    finally:
+        kill(storm_cluster.endpoints, topo.name)
+
+
+@pytest.fixture(scope="module")
+def client(storm_cluster: StormCluster) -> NimbusClient:
+    """The product Nimbus client."""
+    ep = storm_cluster.endpoints
+    return NimbusClient(Endpoint(ep.host, ep.nimbus_port))
+
+
+@pytest.fixture(scope="module")
+def exporter(
+    storm_cluster: StormCluster, prometheus: Prometheus, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Exporter]:
+    """``python -m stormscale.operator.exporter`` on a free port, scraped by Prometheus."""
+    ep, port = storm_cluster.endpoints, free_port()
+    argv = [sys.executable, "-m", "stormscale.operator.exporter", "--nimbus", f"{ep.host}:{ep.nimbus_port}"]
+    argv += ["--port", str(port), "--listen", "127.0.0.1", "--cache-seconds", "1"]
+    log = tmp_path_factory.mktemp("exporter") / "exporter.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    running = Exporter(f"http://127.0.0.1:{port}", process)
+    try:
+        wait_until(lambda: healthz(running.url) is not None, 30, f"exporter never served /healthz: {log}")
+        prometheus.set_jobs([StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"])])
+        yield running
+    finally:
+        prometheus.set_jobs([])
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def healthz(url: str) -> str | None:
+    """The /healthz body, or None if the exporter does not answer."""
+    try:
+        return requests.get(f"{url}/healthz", timeout=2).text
+    except requests.RequestException:
+        return None
+
+
+def wait_until(ready: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``ready()`` every half second."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+def next_update(client: NimbusClient, topology_id: str, component: str) -> tuple[float, int]:
+    """Wait for Nimbus's next stats update of ``component``; its time and all-time executed count."""
+    before = client.topology_page(topology_id, ALL_TIME).components[component].executed
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = client.topology_page(topology_id, ALL_TIME).components[component].executed
+        if now != before:
+            return time.time(), now
+        time.sleep(0.25)
+    raise AssertionError(f"no stats update of {component} in 30 s")
+
+
+def test_exporter_counters_and_gauges_equal_storms_own_numbers(
+    client: NimbusClient, topology: Topology, exporter: Exporter
+) -> None:
+    wait_until(lambda: per_component(exporter.families()[n.EXECUTED]).get("4", 0) > 50, 180, "no tuples at 4")
+    for _ in range(5):  # the exporter and Nimbus's page must see the same stats update
+        page = client.topology_page(topology.id, ALL_TIME)
+        time.sleep(1.1)
+        fams = exporter.families()
+        if page == client.topology_page(topology.id, ALL_TIME):
+            break
+    storm = page.components
+    assert totals(fams[n.EMITTED], storm) == pytest.approx(
+        {c: float(s.emitted) for c, s in storm.items()}, rel=0.05
+    )
+    assert totals(fams[n.TRANSFERRED], storm) == pytest.approx(
+        {c: float(s.transferred) for c, s in storm.items()}, rel=0.05
+    )
+    bolts = {c: float(s.executed) for c, s in storm.items() if c != "1"}
+    assert per_component(fams[n.EXECUTED]) == pytest.approx(bolts, rel=0.05)
+    assert per_component(fams[n.EXECUTORS]) == {c: float(s.executors) for c, s in storm.items()}
+    assert per_component(fams[n.TASKS]) == {"1": 2.0, "2": 3.0, "3": 3.0, "4": 3.0}
+    assert fams[n.WORKERS] == {(f"topology={NAME}",): 1.0}
+    inputs = {(label(k, "component"), label(k, "source"), label(k, "stream")) for k in fams[n.EXECUTED]}
+    assert inputs == {("2", "1", "default"), ("3", "2", "default"), ("4", "3", "default")}
+    recent = client.topology_page(topology.id, TEN_MINUTES).components
+    for bolt in ("2", "3", "4"):
+        assert per_component(fams[n.CAPACITY])[bolt] == pytest.approx(
+            recent[bolt].capacity, rel=0.05, abs=0.002
+        )
+        assert per_component(fams[n.EXECUTE_LATENCY])[bolt] == pytest.approx(
+            recent[bolt].execute_latency_ms, rel=0.05, abs=0.01
+        )
+    assert 0 < per_component(fams[n.CAPACITY])["2"] < 1
+    assert fams[n.UP] == {(): 1.0}
+
+
+def test_prometheus_rate_of_the_counters_agrees_with_storms_rate(
+    client: NimbusClient, topology: Topology, exporter: Exporter, prometheus: Prometheus
+) -> None:
+    t0, c0 = next_update(client, topology.id, "4")
+    time.sleep(RATE_WINDOW_S)
+    t1, c1 = next_update(client, topology.id, "4")
+    storm_rate = (c1 - c0) / (t1 - t0)
+    time.sleep(3)  # let Prometheus scrape the new value
+    window = round(t1 - t0) + 1
+    promql = f'sum(rate({n.EXECUTED}{{topology="{NAME}",component="4"}}[{window}s]))'
+    result = PrometheusConnect(url=prometheus.url, disable_ssl=True).custom_query(
+        promql, params={"time": t1 + 3}
+    )
+    prom_rate = float(result[0]["value"][1])
+    assert storm_rate == pytest.approx(RATE, rel=0.2), "the topology keeps up with its spout"
+    assert prom_rate == pytest.approx(storm_rate, rel=0.05)
+
+
+def raw_rows(prometheus: Prometheus, start: int, end: int, step: int) -> set[tuple[object, ...]]:
+    """Every sample Prometheus returns for the reader's raw series, as rows without the topology."""
+    rows: set[tuple[object, ...]] = set()
+    for query in QUERIES:
+        summed: dict[tuple[object, ...], float] = defaultdict(float)
+        for series in prometheus.query_range(f'{query.series}{{topology="{NAME}"}}', start, end, step):
+            labels = series["metric"]
+            ids = tuple(labels.get(label, "") for label in ("component", "executor", "stream", "source"))
+            for ts, value in series["values"]:
+                key = (round(float(ts) * 1000), ids[0], ids[1], query.metric, ids[2], ids[3])
+                if query.aggregation == "sum":
+                    summed[key] += float(value)
+                else:
+                    rows.add((*key, float(value)))
+        rows |= {(*key, value) for key, value in summed.items()}
+    return rows
+
+
+def test_sample_reader_writes_exactly_the_samples_prometheus_returns(
+    topology: Topology, exporter: Exporter, prometheus: Prometheus, tmp_path: Path
+) -> None:
+    end, out = int(time.time()), tmp_path / "samples.parquet"
+    argv = [
+        sys.executable,
+        "-m",
+        "stormscale.operator.metrics",
+        "--prometheus",
+        prometheus.url,
+        "--topology",
+        NAME,
+    ]
+    argv += ["--window", "2m", "--step", "5s", "--end", str(end), "--out", str(out)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    expected = raw_rows(prometheus, end - 120, end, 5)
+    table = pq.read_table(out)
+    assert table.schema.equals(SCHEMA)
+    got = [
+        (
+            int(r["ts"].timestamp() * 1000),
+            r["component"],
+            r["executor"],
+            r["metric"],
+            r["stream"],
+            r["source"],
+            r["value"],
+        )
+        for r in table.to_pylist()
+    ]
+    assert len(got) == len(set(got)), "no duplicated row"
+    assert set(got) == expected
+    assert {r["metric"] for r in table.to_pylist()} >= {
+        "emitted_total",
+        "executed_total",
+        "offered_total",
+        "capacity",
+        "executors",
+        "tasks",
+        "workers",
+    }
+    assert len({r[0] for r in got}) == 120 // 5 + 1, "every step of the window"
+
+
+def test_scrapes_within_the_cache_interval_cost_one_read_of_nimbus(
+    client: NimbusClient, topology: Topology
+) -> None:
+    scraper = Scraper(client, cache_s=60)
+    server = serve(scraper, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        bodies = [requests.get(url, timeout=10).text for _ in range(5)]
+    finally:
+        server.shutdown()
+        server.server_close()
+    topologies = len(client.topologies())
+    assert scraper.calls == 1 + topologies
+    assert f"{n.NIMBUS_CALLS} {1 + topologies}.0" in bodies[-1]
+    assert len(set(bodies)) == 1
+
+
+def test_rebalance_shows_in_the_exporter_within_its_wait_time(
+    client: NimbusClient, topology: Topology, exporter: Exporter
+) -> None:
+    started = time.monotonic()
+    client.rebalance(NAME, RebalanceRequest(wait_secs=REBALANCE_WAIT_S, workers=1, executors={"2": 3}))
+    wait_until(
+        lambda: per_component(exporter.families()[n.EXECUTORS]).get("2") == 3.0,
+        REBALANCE_WAIT_S + 30,
+        "the exporter never showed 3 executors of 2",
+    )
+    assert time.monotonic() - started < REBALANCE_WAIT_S + 30
+    assert per_component(exporter.families()[n.EXECUTORS]) == {"1": 1.0, "2": 3.0, "3": 1.0, "4": 1.0}
