@@ -1,0 +1,295 @@
+"""Packaging on real parts: helm (built from Go modules) lints, renders and installs the chart into the
+real API server; the operator then runs with the chart's ServiceAccount token, not the admin's, and
+the API-server scenario passes. Removing a rule the operator needs makes it fail. The image's contents
+(operator/image/install.sh, which the Dockerfile runs) are installed into a fresh virtual environment
+and the operator's entry point is started from it, since no Docker engine runs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import config
+
+from stormscale.operator import handlers
+from stormscale.operator.ports import Ports
+from stormscale.planner import Topology, load_profile
+from tests.harness.controlplane import ControlPlane, free_port
+from tests.harness.helmbin import ensure_helm
+from tests.harness.kubebins import kubernetes_version
+from tests.integration.test_operator_api import (
+    condition,
+    deployment,
+    eventually,
+    get,
+    manifest,
+    operator,
+    replicas,
+)
+from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).parents[2]
+CHART = REPO / "charts" / "stormscale"
+RELEASE, RELEASE_NS = "ss", "stormscale-system"
+ROLE = "ss-stormscale"
+KUBE_VERSION = kubernetes_version()
+
+
+@pytest.fixture(scope="module")
+def helm(control_plane: ControlPlane) -> Any:
+    binary = ensure_helm()
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = [str(binary), f"--kubeconfig={control_plane.kubeconfig}", *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+        if check and done.returncode != 0:
+            pytest.fail(f"helm {' '.join(args)} failed: {done.stderr.strip()}")
+        return done
+
+    return run
+
+
+def render(helm: Any, *sets: str) -> list[dict[str, Any]]:
+    args = ["template", RELEASE, str(CHART), "--namespace", RELEASE_NS, "--kube-version", KUBE_VERSION]
+    for s in sets:
+        args += ["--set", s]
+    return [d for d in yaml.safe_load_all(helm(*args).stdout) if d]
+
+
+def test_helm_lint_strict_passes(helm: Any) -> None:
+    result = helm("lint", "--strict", str(CHART))
+    assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
+
+
+def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
+    docs = render(helm)
+    role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == ROLE)
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    assert rules == {
+        (("stormscale.io",), ("stormtopologies",)): {"get", "list", "watch", "patch"},
+        (("stormscale.io",), ("stormtopologies/status",)): {"get", "patch"},
+        (("apps",), ("deployments",)): {"get", "patch"},
+        (("autoscaling",), ("horizontalpodautoscalers",)): {"list"},
+        (("", "events.k8s.io"), ("events",)): {"create"},
+    }
+    operator_deploy = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)
+    pod = operator_deploy["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert operator_deploy["spec"]["replicas"] == 1
+    assert "--standalone" in container["args"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_namespaced_install_uses_roles_and_peering_allows_replicas(helm: Any) -> None:
+    docs = render(helm, "watchNamespaces={a,b}")
+    assert [d["metadata"]["namespace"] for d in docs if d["kind"] == "Role"] == ["a", "b"]
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRole"] == [f"{ROLE}-discovery"]
+    peered = render(helm, "peering.enabled=true", "replicaCount=2")
+    assert any(d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-peering") for d in peered)
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["replicaCount=2"], "replicaCount must be 1 unless peering.enabled"),
+        (["image.pullPolicy=Sometimes"], "image.pullPolicy"),
+        (["exporter.nimbus=nimbus"], "exporter.nimbus"),
+    ],
+)
+def test_bad_values_are_refused(helm: Any, sets: list[str], message: str) -> None:
+    args = ["template", RELEASE, str(CHART), "--kube-version", KUBE_VERSION]
+    for s in sets:
+        args += ["--set", s]
+    result = helm(*args, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(helm: Any, control_plane: ControlPlane) -> Iterator[Path]:
+    """The chart installed; yields a kubeconfig that authenticates as its ServiceAccount."""
+    helm("install", RELEASE, str(CHART), "--namespace", RELEASE_NS, "--create-namespace", "--wait=false")
+    token = control_plane.kubectl("create", "token", ROLE, "-n", RELEASE_NS, "--duration=2h").strip()
+    kubeconfig = control_plane.run_dir / "stormscale-sa.kubeconfig"
+    kubeconfig.write_text(control_plane.kubeconfig.read_text().replace(control_plane.token, token))
+    yield kubeconfig
+    helm("uninstall", RELEASE, "--namespace", RELEASE_NS)
+
+
+def can_i(control_plane: ControlPlane, kubeconfig: Path, *args: str) -> str:
+    argv = [str(control_plane.bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}", "auth", "can-i", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+
+
+def test_the_service_account_may_do_what_the_operator_does_and_no_more(
+    installed: Path, control_plane: ControlPlane
+) -> None:
+    who = json.loads(control_plane.kubectl("--kubeconfig", str(installed), "auth", "whoami", "-o", "json"))
+    assert who["status"]["userInfo"]["username"] == f"system:serviceaccount:{RELEASE_NS}:{ROLE}"
+    control_plane.kubectl("get", "crd", "stormtopologies.stormscale.io")
+    assert can_i(control_plane, installed, "patch", "deployments", "-n", "default") == "yes"
+    assert (
+        can_i(control_plane, installed, "patch", "stormtopologies.stormscale.io/status", "-n", "default")
+        == "yes"
+    )
+    for verb, what in [
+        ("delete", "deployments"),
+        ("update", "deployments"),
+        ("create", "pods"),
+        ("get", "secrets"),
+        ("delete", "stormtopologies.stormscale.io"),
+        ("create", "horizontalpodautoscalers"),
+    ]:
+        assert can_i(control_plane, installed, verb, what, "-n", "default") == "no", f"{verb} {what}"
+
+
+@pytest.fixture
+def as_service_account(installed: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeNimbus, FakeProfiler]:
+    """Run the operator with the chart's ServiceAccount token (real Kubernetes, fake Storm and metrics)."""
+    storm = FakeNimbus({"1": 1, "2": 1, "3": 1, "4": 1}, dict.fromkeys("1234", 8))
+    profiler = FakeProfiler(handlers_linear())
+    monkeypatch.setenv("KUBECONFIG", str(installed))
+    monkeypatch.setattr(handlers, "_API", config.new_client_from_config(config_file=str(installed)))
+
+    def ports(policy: Any, namespace: str, body: Any) -> Any:
+        real = handlers.default_ports(policy, namespace, body)
+        return Ports(real.deployments, storm, profiler, real.status, real.events)
+
+    monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
+    return storm, profiler
+
+
+def handlers_linear() -> Topology:
+    return load_profile(REPO / "examples" / "profiles" / "thesis-linear.json")
+
+
+def scenario(control_plane: ControlPlane, timeout_s: float) -> dict[str, Any] | None:
+    """Apply workers and a StormTopology (as admin), run the operator; the applied status, or None."""
+    namespace = f"sa-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", namespace)
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    try:
+        with operator(namespace):
+            control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                resource = get(control_plane, namespace)
+                if (
+                    resource.get("status", {}).get("appliedBudget") == 2
+                    and replicas(control_plane, namespace) == 6
+                ):
+                    return resource
+                time.sleep(0.5)
+        return None
+    finally:
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def test_operator_passes_the_scenario_with_the_charts_rbac(
+    control_plane: ControlPlane, as_service_account: tuple[FakeNimbus, FakeProfiler]
+) -> None:
+    applied = scenario(control_plane, timeout_s=60)
+    assert applied is not None, "the operator did not apply the budget with the chart's ServiceAccount"
+    assert condition(applied, "Ready") == ("True", "Applied")
+
+
+@pytest.mark.parametrize(
+    ("resource", "verb"),
+    [("deployments", "patch"), ("stormtopologies/status", "patch"), ("horizontalpodautoscalers", "list")],
+)
+def test_removing_one_rule_breaks_the_scenario(
+    control_plane: ControlPlane, as_service_account: tuple[FakeNimbus, FakeProfiler], resource: str, verb: str
+) -> None:
+    role = json.loads(control_plane.kubectl("get", "clusterrole", ROLE, "-o", "json"))
+    original = json.dumps(role["rules"])
+    trimmed = []
+    for rule in role["rules"]:
+        verbs = [v for v in rule["verbs"] if not (resource in rule["resources"] and v == verb)]
+        if verbs:
+            trimmed.append({**rule, "verbs": verbs})
+    patch = json.dumps({"rules": trimmed})
+    control_plane.kubectl("patch", "clusterrole", ROLE, "--type=merge", "-p", patch)
+    try:
+        assert scenario(control_plane, timeout_s=20) is None
+    finally:
+        control_plane.kubectl(
+            "patch", "clusterrole", ROLE, "--type=merge", "-p", json.dumps({"rules": json.loads(original)})
+        )
+
+
+def test_image_contents_install_and_the_entry_point_serves_health(
+    installed: Path, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "RUN sh operator/image/install.sh /opt/stormscale" in dockerfile
+    prefix = tmp_path / "image"
+    subprocess.run(
+        ["sh", str(REPO / "operator" / "image" / "install.sh"), str(prefix)], check=True, timeout=900
+    )
+    frozen = subprocess.run(
+        [str(prefix / "bin" / "pip"), "freeze", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    lock = [
+        line
+        for line in (REPO / "operator" / "requirements.lock").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    installed_deps = sorted(line for line in frozen if not line.startswith("stormscale-"))
+    assert installed_deps == sorted(lock), "operator/requirements.lock is stale: run operator/image/lock.sh"
+    assert not any(line.lower().startswith("pyspark") for line in frozen)  # no Spark in the image
+    namespace = f"img-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", namespace)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    env["KUBECONFIG"] = str(installed)
+    argv = [
+        str(prefix / "bin" / "kopf"),
+        "run",
+        "--standalone",
+        f"--namespace={namespace}",
+        f"--liveness=http://127.0.0.1:{port}/healthz",
+        "--module=stormscale.operator.handlers",
+    ]
+    log = (tmp_path / "operator.log").open("w")
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        eventually(healthy, timeout_s=90, what="the installed operator's /healthz")
+        control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        degraded = eventually(
+            lambda: condition(get(control_plane, namespace), "Degraded"),
+            timeout_s=60,
+            what="a status from the image",
+        )
+        assert degraded[0] == "True"  # no Nimbus at 127.0.0.1:6627: it says so and does nothing
+        assert replicas(control_plane, namespace) == 4
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
