@@ -27,8 +27,8 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: set everything up, lint, and run every test
-test: lint
+## test: set everything up, lint, and run every test (the fixtures build the test bed when missing)
+test: lint prometheus
 	$(BIN)/python -m pytest
 
 ## unit: only the fast tests
@@ -84,3 +84,9 @@ storm-down: venv
 ## bench-aggregation: samples/s and peak memory per engine, table on stdout, plot in bench/out/aggregation.png
 bench-aggregation: venv
 	$(BIN)/python -m bench.aggregation $(if $(SIZES),--sizes $(SIZES))
+
+# helm for the chart tests (tests/harness/helm, helmbin.py). Standard library only.
+.PHONY: helm-bin
+## helm-bin: build helm from Go modules into .cache/bin (only when missing)
+helm-bin:
+	$(PYTHON) -m tests.harness.helmbin

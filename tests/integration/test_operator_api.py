@@ -292,3 +292,12 @@ def test_printer_columns_show_mode_units_and_readiness(
     header, row = table.strip().splitlines()
     assert header.split() == ["NAME", "TOPOLOGY", "MODE", "UNITS", "THROUGHPUT", "READY", "AGE"]
     assert row.split()[:6] == ["linear", "linear", "Manual", "6", "250", "True"]
+
+
+def test_the_sample_resources_are_valid(control_plane: ControlPlane, crd: None) -> None:
+    existing = control_plane.kubectl("get", "namespaces", "-o", "name")
+    if "namespace/streaming" not in existing.split():
+        control_plane.kubectl("create", "namespace", "streaming")
+    out = control_plane.kubectl("apply", "--dry-run=server", "-f", str(REPO / "crds" / "samples"))
+    assert "stormtopology.stormscale.io/wordcount created (server dry run)" in out
+    assert "stormtopology.stormscale.io/clicks created (server dry run)" in out
