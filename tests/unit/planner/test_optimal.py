@@ -46,30 +46,18 @@ def brute_force(topology: Topology, budget: int, model: FlowModel) -> float:
     return best
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=90, deadline=None)
 @given(
-    profiles(max_size=6, spouts=1), st.integers(min_value=1, max_value=3), st.sampled_from(list(FlowModel))
+    st.integers(min_value=1, max_value=2).flatmap(lambda spouts: profiles(max_size=6, spouts=spouts)),
+    st.integers(min_value=1, max_value=3),
+    st.sampled_from(list(FlowModel)),
 )
-def test_optimal_equals_brute_force_one_spout(
-    document: dict[str, object], budget: int, model: FlowModel
-) -> None:
+def test_optimal_equals_brute_force(document: dict[str, object], budget: int, model: FlowModel) -> None:
     topology = parse_profile(document)
     result = optimal_alloc(topology, topology.units, budget, model)
     assert result.proven
     assert result.throughput == pytest.approx(brute_force(topology, budget, model), rel=1e-7, abs=1e-6)
     assert sum(result.extra.values()) <= budget
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    profiles(max_size=6, spouts=2), st.integers(min_value=1, max_value=3), st.sampled_from(list(FlowModel))
-)
-def test_optimal_equals_brute_force_two_spouts(
-    document: dict[str, object], budget: int, model: FlowModel
-) -> None:
-    topology = parse_profile(document)
-    result = optimal_alloc(topology, topology.units, budget, model)
-    assert result.throughput == pytest.approx(brute_force(topology, budget, model), rel=1e-7, abs=1e-6)
 
 
 @settings(max_examples=40, deadline=None)
