@@ -77,8 +77,11 @@ class Topology:
     components: tuple[Component, ...]
     index: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
+    _subtrees: dict[int, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", {c.id: i for i, c in enumerate(self.components)})
+        object.__setattr__(self, "_subtrees", {})
 
     @cached_property
     def children(self) -> tuple[tuple[tuple[int, float], ...], ...]:
@@ -171,10 +174,13 @@ class Topology:
         """True when ``v`` is reachable from ``of`` (and is not ``of`` itself)."""
         return bool(self.descendants[of] >> v & 1)
 
-    def subtree(self, head: int) -> list[int]:
-        """``sub(head)`` = head and its descendants, in topological order."""
-        bits = self.descendants[head] | (1 << head)
-        return [v for v in self.order if bits >> v & 1]
+    def subtree(self, head: int) -> tuple[int, ...]:
+        """``sub(head)`` = head and its descendants, in topological order (memoised per head)."""
+        found = self._subtrees.get(head)
+        if found is None:
+            bits = self.descendants[head] | (1 << head)
+            found = self._subtrees[head] = tuple(v for v in self.order if bits >> v & 1)
+        return found
 
     def ids(self, indexes: Sequence[int]) -> list[str]:
         return [self.components[i].id for i in indexes]

@@ -64,15 +64,10 @@ def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping
     Returns the extra units per component, or ``None`` when some component would need more than its
     ``maxUnits``.
     """
-    union = 0
-    for h in heads:
-        union |= topology.descendants[h] | (1 << h)
     outputs = list(rates.outputs)
     extra: Extra = {}
     comps = topology.components
-    for v in topology.order:
-        if not union >> v & 1:
-            continue
+    for v in _members(topology, heads):
         c = comps[v]
         arriving = c.external_input + sum(outputs[p] * f for p, f in topology.parents[v])
         if v in heads:
@@ -87,6 +82,16 @@ def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping
             extra[v] = add
         outputs[v] = arriving * c.selectivity
     return extra
+
+
+def _members(topology: Topology, heads: Mapping[int, int]) -> Iterable[int]:
+    """∪ sub(h) in topological order."""
+    if len(heads) == 1:
+        return topology.subtree(next(iter(heads)))
+    union = 0
+    for h in heads:
+        union |= topology.descendants[h] | (1 << h)
+    return (v for v in topology.order if union >> v & 1)
 
 
 def _head_output(c: Component, units: int, arriving: float) -> float:
