@@ -55,6 +55,9 @@ def test_cluster_summary_names_the_leader_and_the_topology(client: NimbusClient,
     summary = client.cluster_summary()
     assert summary.leader is not None
     assert summary.leader.endpoint.port == client.seeds[0].port
+    assert summary.supervisors, "the session's Supervisor is listed"
+    assert all(s.host.startswith("127.") and s.id and s.slots >= 1 for s in summary.supervisors)
+    assert summary.slots == sum(s.slots for s in summary.supervisors)
     listed = {t.name: t for t in summary.topologies}
     assert listed[NAME].id == topology.id
     assert listed[NAME].status == "ACTIVE"

@@ -52,6 +52,7 @@ class Exporter:
 
     url: str
     process: subprocess.Popen[bytes]
+    scraped_since: float  # when Prometheus started scraping it (Unix seconds)
 
     def families(self) -> dict[str, dict[Key, float]]:
         """Scrape /metrics: metric name → (sorted label pairs) → value."""
@@ -113,11 +114,11 @@ def exporter(
     log = tmp_path_factory.mktemp("exporter") / "exporter.log"
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    running = Exporter(f"http://127.0.0.1:{port}", process)
+    url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: healthz(running.url) is not None, 30, f"exporter never served /healthz: {log}")
+        wait_until(lambda: healthz(url) is not None, 30, f"exporter never served /healthz: {log}")
         prometheus.set_jobs([StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"])])
-        yield running
+        yield Exporter(url, process, time.time())
     finally:
         prometheus.set_jobs([])
         process.terminate()
@@ -227,6 +228,7 @@ def raw_rows(prometheus: Prometheus, start: int, end: int, step: int) -> set[tup
 def test_sample_reader_writes_exactly_the_samples_prometheus_returns(
     topology: Topology, exporter: Exporter, prometheus: Prometheus, tmp_path: Path
 ) -> None:
+    time.sleep(max(0.0, exporter.scraped_since + 125 - time.time()))  # two full minutes of data
     end, out = int(time.time()), tmp_path / "samples.parquet"
     argv = [
         sys.executable,

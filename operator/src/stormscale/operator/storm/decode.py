@@ -16,6 +16,7 @@ from stormscale.operator.storm.model import (
     Kind,
     NimbusHost,
     StreamId,
+    SupervisorSummary,
     TopologyInfo,
     TopologyPage,
     TopologyStructure,
@@ -41,8 +42,10 @@ def cluster_summary(raw: Any) -> ClusterSummary:
     return ClusterSummary(
         nimbuses=nimbuses,
         topologies=tuple(topology_summary(t) for t in raw.topologies),
-        slots=sum(s.num_workers for s in raw.supervisors),
-        used_slots=sum(s.num_used_workers for s in raw.supervisors),
+        supervisors=tuple(
+            SupervisorSummary(s.supervisor_id, s.host, s.num_workers, s.num_used_workers, s.uptime_secs)
+            for s in raw.supervisors
+        ),
     )
 
 

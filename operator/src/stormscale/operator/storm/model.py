@@ -61,13 +61,28 @@ class TopologySummary:
 
 
 @dataclass(frozen=True)
+class SupervisorSummary:
+    """One Supervisor: its worker slots and how many are used."""
+
+    id: str
+    host: str
+    slots: int
+    used_slots: int
+    uptime_s: int
+
+
+@dataclass(frozen=True)
 class ClusterSummary:
-    """Nimbus daemons, topologies and supervisor slots."""
+    """Nimbus daemons, topologies and Supervisors."""
 
     nimbuses: tuple[NimbusHost, ...]
     topologies: tuple[TopologySummary, ...]
-    slots: int
-    used_slots: int
+    supervisors: tuple[SupervisorSummary, ...]
+
+    @property
+    def slots(self) -> int:
+        """Worker slots of all Supervisors."""
+        return sum(s.slots for s in self.supervisors)
 
     @property
     def leader(self) -> NimbusHost | None:
