@@ -39,7 +39,8 @@ def test_counter_increments_survive_a_reset(spark: SparkSession) -> None:
 def test_the_steady_window_starts_after_the_last_change_plus_settling(spark: SparkSession) -> None:
     rows = [(10.0 * i, "a", "", "executors", "", "", 1.0 if i < 3 else 2.0) for i in range(10)]
     rows += [(10.0 * i, "a", "[1-1]", "emitted_total", "default", "", 50.0 * i) for i in range(10)]
-    windows = est.steady_windows(est.change_points(est.with_increments(frame(spark, rows))), settle_s=25.0)
+    intervals = est.source_intervals(est.with_increments(frame(spark, rows)))
+    windows = est.steady_windows(est.change_points(intervals), settle_s=25.0)
     expected = [
         Row(
             topology="t", first_ts=S0, last_ts=S0 + 90, changed_at=S0 + 30, duplicates=0, steady_start=S0 + 55
@@ -56,7 +57,7 @@ def test_busy_time_comes_from_latency_and_falls_back_to_the_capacity_gauge(spark
         rows.append((10.0 * i, "a", "[2-2]", "executed_total", "default", "s", 200.0 * i))  # 20/s
         rows.append((10.0 * i, "a", "[2-2]", "capacity", "", "", 0.5))  # no latency: the gauge
     stepped = est.with_increments(frame(spark, rows))
-    intervals = est.executor_intervals(stepped.where("prev_ts IS NOT NULL"))
+    intervals = est.executor_intervals(est.source_intervals(stepped).where("start IS NOT NULL"))
     window = est.executor_window(intervals).select("executor", "executed_rate", "busy", "from_latency")
     expected = [Row(executor="[1-1]", executed_rate=40.0, busy=0.2, from_latency=True)]
     expected.append(Row(executor="[2-2]", executed_rate=20.0, busy=0.5, from_latency=False))

@@ -2,8 +2,8 @@
 
 Pipeline (one topology or hundreds alike; every grouping keeps ``topology``)::
 
-    samples → in_window → with_increments → change_points → steady_windows
-    with_increments + steady_windows → steady
+    samples → in_window → with_increments → source_intervals   (the one pass over raw rows)
+    source_intervals → change_points → steady_windows;  source_intervals + steady_windows → steady
     steady → executor_intervals → executor_window → component_window ─┐
                                 → component_intervals → component_spreads ─┴→ component_stats
     steady → edge_window, edge_intervals (+ component_intervals) → edge_stats
@@ -33,6 +33,7 @@ from stormscale.spark.schema import (
     SERIES,
     TASKS,
     TOPOLOGY_GAUGES,
+    USED,
 )
 
 COMPONENT = ("topology", "component")
@@ -50,9 +51,12 @@ def _cv(x: str) -> Column:
 def in_window(
     samples: DataFrame, topologies: Sequence[str], start_s: float | None, end_s: float | None
 ) -> DataFrame:
-    """The contract's columns (as :data:`SAMPLE_SCHEMA`) of the named topologies, ``start ≤ ts ≤ end``."""
+    """The contract's columns (as :data:`SAMPLE_SCHEMA`) of the named topologies, ``start ≤ ts ≤ end``,
+    and only the metrics the estimators use (:data:`USED`: acks, failures, transfers and process
+    latency are a third of the rows and feed no estimate)."""
     cols = [F.col(f.name).cast(f.dataType).alias(f.name) for f in SAMPLE_SCHEMA.fields]
     out = samples.select(*cols).where(F.col("topology").isin(list(topologies)))
+    out = out.where(F.col("metric").isin(list(USED)))
     if start_s is not None:
         out = out.where(_seconds("ts") >= start_s)
     if end_s is not None:
@@ -70,12 +74,21 @@ def with_increments(samples: DataFrame, counters: Sequence[str] = COUNTERS) -> D
 
     A series' first sample has no interval (``dt``, ``increase`` null).
     """
-    w = Window.partitionBy(*SERIES).orderBy("ts")
+    # The window partitions on a 64-bit hash of the series (sorting on six strings is the job's
+    # costliest step); a second, independent 32-bit hash must match too, so two series whose 64-bit
+    # hashes collide (odds ~ n²/2⁶⁵) lose their intervals instead of mixing them.
+    w = Window.partitionBy("series_id").orderBy("ts")
     value, prev = F.col("value"), F.col("prev_value")
     is_counter = F.col("metric").isin(list(counters))
     has_prev = prev.isNotNull()
+    same = F.col("prev_check") == F.col("series_check")
+    keyed = samples.select("*", F.xxhash64(*SERIES).alias("series_id"), F.hash(*SERIES).alias("series_check"))
+    lags = [F.lag(c).over(w).alias(f"prev_{c}") for c in ("ts", "value")]
     return (
-        samples.select("*", F.lag("ts").over(w).alias("prev_ts"), F.lag("value").over(w).alias("prev_value"))
+        keyed.select("*", *lags, F.lag("series_check").over(w).alias("prev_check"))
+        .withColumn("prev_ts", F.when(same, F.col("prev_ts")))
+        .withColumn("prev_value", F.when(same, F.col("prev_value")))
+        .drop("series_check", "prev_check")
         .withColumn("dt", _seconds("ts") - _seconds("prev_ts"))
         .withColumn(
             "increase", F.when(is_counter & has_prev, F.when(value >= prev, value - prev).otherwise(value))
@@ -85,41 +98,17 @@ def with_increments(samples: DataFrame, counters: Sequence[str] = COUNTERS) -> D
     )
 
 
-def change_points(stepped: DataFrame, gauges: Sequence[str] = TOPOLOGY_GAUGES) -> DataFrame:
-    """Per topology: its first and last sample, and the last rebalance or restart::
+def source_intervals(
+    stepped: DataFrame, system_prefix: str = "__", gauges: Sequence[str] = TOPOLOGY_GAUGES
+) -> DataFrame:
+    """The only pass over the raw rows: one row per executor, source and interval end ``ts``.
 
-        changed_at = max{ t : a counter reset at t, or a gauge in ``gauges`` changed at t }
-
-    ``duplicates`` counts samples repeating a (series, ts) pair (``dt = 0``), which the contract forbids.
-    """
-    change = F.col("reset") | (F.col("metric").isin(list(gauges)) & F.col("changed"))
-    return stepped.groupBy("topology").agg(
-        F.min(_seconds("ts")).alias("first_ts"),
-        F.max(_seconds("ts")).alias("last_ts"),
-        F.max(F.when(change, _seconds("ts"))).alias("changed_at"),
-        F.count(F.when(F.col("dt") == 0, 1)).alias("duplicates"),
-    )
-
-
-def steady_windows(changes: DataFrame, settle_s: float) -> DataFrame:
-    """Where the steady state starts: ``steady_start = max(first_ts, changed_at + settle_s)``."""
-    return changes.withColumn(
-        "steady_start", F.greatest(F.col("first_ts"), F.col("changed_at") + F.lit(settle_s))
-    )
-
-
-def steady(stepped: DataFrame, windows: DataFrame) -> DataFrame:
-    """Intervals wholly inside the steady window (``t_prev ≥ steady_start``)."""
-    starts = F.broadcast(windows.select("topology", "steady_start"))
-    return stepped.join(starts, "topology").where(_seconds("prev_ts") >= F.col("steady_start"))
-
-
-def executor_intervals(steady_rows: DataFrame, system_prefix: str = "__") -> DataFrame:
-    """One row per executor and interval: its increments and gauges side by side.
-
-    ``executor = ""`` rows carry the component-level series (offered, executors, tasks). ``busy`` is
-    the busy fraction ``formulas.busy_fraction`` when the execute latency is known, else Storm's
-    ``capacity`` gauge (which averages the last 10 minutes, so it reacts late).
+    Increments are summed over streams (``emitted`` over data streams only, not ``__*`` system
+    streams), gauges taken as they are; ``start`` is the interval's start (``t_prev``), ``change``
+    marks a counter reset or a change of a gauge in ``gauges``, ``duplicates`` counts rows repeating a
+    (series, ts) pair (``dt = 0``). ``source`` is the upstream component for ``executed`` and ``""``
+    for everything else; ``executor = ""`` rows carry component-level series (offered, executors,
+    tasks). Everything downstream reads this table, which is several times smaller than the input.
     """
     metric = F.col("metric")
     data_stream = ~F.col("stream").startswith(system_prefix)
@@ -130,7 +119,9 @@ def executor_intervals(steady_rows: DataFrame, system_prefix: str = "__") -> Dat
     def gauge(name: str) -> Column:
         return F.max(F.when(metric == name, F.col("value")))
 
-    grouped = steady_rows.groupBy(*COMPONENT, "executor", "ts").agg(
+    change = F.col("reset") | (metric.isin(list(gauges)) & F.col("changed"))
+    return stepped.groupBy(*COMPONENT, "executor", "source", "ts").agg(
+        F.min(_seconds("prev_ts")).alias("start"),
         F.max(F.when(F.col("increase").isNotNull(), F.col("dt"))).alias("dt"),
         total(metric == EXECUTED).alias("executed"),
         total((metric == EMITTED) & data_stream).alias("emitted"),
@@ -139,6 +130,49 @@ def executor_intervals(steady_rows: DataFrame, system_prefix: str = "__") -> Dat
         gauge(CAPACITY).alias("capacity"),
         gauge(EXECUTORS).alias("executors"),
         gauge(TASKS).alias("tasks"),
+        F.coalesce(F.max(change), F.lit(False)).alias("change"),
+        F.count(F.when(F.col("dt") == 0, 1)).alias("duplicates"),
+    )
+
+
+def change_points(intervals: DataFrame) -> DataFrame:
+    """Per topology: its first and last sample, and the last rebalance or restart::
+
+        changed_at = max{ t : a counter reset at t, or an executors/workers gauge changed at t }
+
+    ``duplicates`` counts samples repeating a (series, ts) pair, which the contract forbids.
+    """
+    return intervals.groupBy("topology").agg(
+        F.min(_seconds("ts")).alias("first_ts"),
+        F.max(_seconds("ts")).alias("last_ts"),
+        F.max(F.when(F.col("change"), _seconds("ts"))).alias("changed_at"),
+        F.sum("duplicates").alias("duplicates"),
+    )
+
+
+def steady_windows(changes: DataFrame, settle_s: float) -> DataFrame:
+    """Where the steady state starts: ``steady_start = max(first_ts, changed_at + settle_s)``."""
+    return changes.withColumn(
+        "steady_start", F.greatest(F.col("first_ts"), F.col("changed_at") + F.lit(settle_s))
+    )
+
+
+def steady(intervals: DataFrame, windows: DataFrame) -> DataFrame:
+    """Intervals wholly inside the steady window (``t_prev ≥ steady_start``)."""
+    starts = F.broadcast(windows.select("topology", "steady_start"))
+    return intervals.join(starts, "topology").where(F.col("start") >= F.col("steady_start"))
+
+
+def executor_intervals(steady_rows: DataFrame) -> DataFrame:
+    """One row per executor and interval (sources summed), with its busy fraction.
+
+    ``busy`` is ``formulas.busy_fraction`` when the execute latency is known, else Storm's
+    ``capacity`` gauge (which averages the last 10 minutes, so it reacts late).
+    """
+    grouped = steady_rows.groupBy(*COMPONENT, "executor", "ts").agg(
+        F.max("dt").alias("dt"),
+        *(F.sum(c).alias(c) for c in ("executed", "emitted", "offered")),
+        *(F.max(c).alias(c) for c in ("latency_ms", "capacity", "executors", "tasks")),
     )
     from_latency = F.col("latency_ms").isNotNull() & F.col("executed").isNotNull()
     busy = formulas.busy_fraction(F.col("executed"), F.col("latency_ms"), F.col("dt"))
@@ -227,13 +261,12 @@ def component_stats(window: DataFrame, spreads: DataFrame) -> DataFrame:
 
 
 def edge_window(steady_rows: DataFrame) -> DataFrame:
-    """Tuples/s each child executed from each parent: ``ΣΔ/Σdt`` per series, summed over the child's."""
-    per_series = (
-        steady_rows.where(F.col("metric") == EXECUTED)
-        .groupBy(*SERIES)
-        .agg(formulas.rate(F.sum("increase"), F.sum("dt")).alias("rate"))
+    """Tuples/s each child executed from each parent: ``ΣΔ/Σdt`` per child executor, summed."""
+    edges = steady_rows.where(F.col("source") != "")
+    per_executor = edges.groupBy("topology", "component", "executor", "source").agg(
+        formulas.rate(F.sum("executed"), F.sum("dt")).alias("rate")
     )
-    return per_series.groupBy(
+    return per_executor.groupBy(
         "topology", F.col("component").alias("child"), F.col("source").alias("parent")
     ).agg(F.sum("rate").alias("rate"))
 
@@ -241,9 +274,9 @@ def edge_window(steady_rows: DataFrame) -> DataFrame:
 def edge_intervals(steady_rows: DataFrame) -> DataFrame:
     """Per edge and interval, the tuples the child executed from the parent."""
     return (
-        steady_rows.where(F.col("metric") == EXECUTED)
+        steady_rows.where(F.col("source") != "")
         .groupBy("topology", F.col("component").alias("child"), F.col("source").alias("parent"), "ts")
-        .agg(F.sum("increase").alias("received"))
+        .agg(F.sum("executed").alias("received"))
     )
 
 

@@ -32,7 +32,10 @@ class Aggregates:
 
 
 def session(
-    master: str = "local[*]", shuffle_partitions: int = 8, app: str = "stormscale-aggregation"
+    master: str = "local[*]",
+    shuffle_partitions: int = 8,
+    app: str = "stormscale-aggregation",
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """A Spark session; ``local[*]`` needs no external service, any ``--master`` URL reaches a cluster.
 
@@ -47,6 +50,8 @@ def session(
         .config("spark.sql.ansi.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if master:
         builder = builder.master(master)
     spark = builder.getOrCreate()
@@ -77,17 +82,18 @@ def aggregate(samples: DataFrame, topologies: Sequence[str], params: Params) -> 
     start = params.start.timestamp() if params.start else None
     end = params.end.timestamp() if params.end else None
     stepped = est.with_increments(est.in_window(samples, topologies, start, end))
-    cached = [stepped.persist(StorageLevel.MEMORY_AND_DISK)]
+    intervals = est.source_intervals(stepped, params.system_stream_prefix)
+    cached = [intervals.persist(StorageLevel.MEMORY_AND_DISK)]
     try:
-        windows = est.steady_windows(est.change_points(stepped), params.settle_s)
+        windows = est.steady_windows(est.change_points(intervals), params.settle_s)
         cached.append(windows.persist())
-        steady = est.steady(stepped, windows)
-        intervals = est.executor_intervals(steady, params.system_stream_prefix)
-        cached.append(intervals.persist(StorageLevel.MEMORY_AND_DISK))
-        per_interval = est.component_intervals(intervals)
+        steady = est.steady(intervals, windows)
+        executors = est.executor_intervals(steady)
+        cached.append(executors.persist(StorageLevel.MEMORY_AND_DISK))
+        per_interval = est.component_intervals(executors)
         cached.append(per_interval.persist(StorageLevel.MEMORY_AND_DISK))
         components = est.component_stats(
-            est.component_window(est.executor_window(intervals)), est.component_spreads(per_interval)
+            est.component_window(est.executor_window(executors)), est.component_spreads(per_interval)
         )
         edges = est.edge_stats(est.edge_window(steady), est.edge_intervals(steady), per_interval)
         window_rows = est.window_stats(windows, per_interval).collect()

@@ -33,6 +33,7 @@ from stormscale.spark.schema import (
     SERIES,
     TASKS,
     TOPOLOGY_GAUGES,
+    USED,
     AggregationError,
     check_columns,
 )
@@ -81,7 +82,7 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     except (OSError, pa.ArrowInvalid) as err:
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
     check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)
-    condition = pc.field("topology").isin(list(topologies))
+    condition = pc.field("topology").isin(list(topologies)) & pc.field("metric").isin(list(USED))
     if params.start is not None:
         condition &= pc.field("ts") >= pa.scalar(params.start, pa.timestamp("ms", tz="UTC"))
     if params.end is not None:
@@ -162,66 +163,67 @@ def _np(table: pa.Table, column: str) -> F64:
     return table[column].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
 
 
-def change_points(stepped: Stepped, settle_s: float) -> pa.Table:
-    """``change_points`` and ``steady_windows`` of the Spark job, per topology code."""
-    change = stepped.reset | (stepped.codes.mask("metric", TOPOLOGY_GAUGES) & stepped.changed)
-    columns = {
-        "topology": stepped.codes.codes["topology"],
-        "ts": stepped.ts,
-        "change": _nullable(stepped.ts, change),
-        "dup": (stepped.dt == 0).astype(np.int64),
-    }
-    out = _group(
-        columns,
-        ["topology"],
-        [
-            ("ts", "min", "first_ts"),
-            ("ts", "max", "last_ts"),
-            ("change", "max", "changed_at"),
-            ("dup", "sum", "duplicates"),
-        ],
-    )
-    changed = _np(out, "changed_at")
-    start = np.fmax(_np(out, "first_ts"), changed + settle_s)
-    return out.append_column("steady_start", pa.array(start))
-
-
-def _steady_mask(stepped: Stepped, windows: pa.Table) -> B:
-    lookup = np.full(len(stepped.codes.names["topology"]), np.inf)
-    lookup[windows["topology"].to_numpy()] = _np(windows, "steady_start")
-    return np.nan_to_num(stepped.prev_ts, nan=-np.inf) >= lookup[stepped.codes.codes["topology"]]
-
-
-def executor_intervals(stepped: Stepped, keep: B, system_prefix: str) -> pa.Table:
-    """See :func:`stormscale.spark.estimators.executor_intervals`."""
+def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
+    """See :func:`stormscale.spark.estimators.source_intervals` (the one pass over raw rows)."""
     c = stepped.codes
-    metric = c.codes["metric"]
+    m = c.codes["metric"]
 
     def code(name: str) -> int:
         return c.names["metric"].index(name) if name in c.names["metric"] else -1
 
-    inc, value = stepped.increase[keep], stepped.value[keep]
-    m = metric[keep]
-    data = ~c.starts_with("stream", system_prefix)[keep]
-    columns: dict[str, Any] = {k: c.codes[k][keep] for k in ("topology", "component", "executor")}
-    columns["ts"] = stepped.ts[keep]
-    columns["dt"] = _nullable(stepped.dt[keep], np.isfinite(inc))
+    inc, value = stepped.increase, stepped.value
+    data = ~c.starts_with("stream", system_prefix)
+    change = stepped.reset | (c.mask("metric", TOPOLOGY_GAUGES) & stepped.changed)
+    columns: dict[str, Any] = {k: c.codes[k] for k in ("topology", "component", "executor", "source")}
+    columns["ts"] = stepped.ts
+    columns["start"] = _nullable(stepped.prev_ts)
+    columns["dt"] = _nullable(stepped.dt, np.isfinite(inc))
     columns["executed"] = _nullable(inc, m == code(EXECUTED))
     columns["emitted"] = _nullable(inc, (m == code(EMITTED)) & data)
     columns["offered"] = _nullable(inc, m == code(OFFERED))
-    for name, metric_name in (
+    gauges = (
         ("latency_ms", EXECUTE_LATENCY),
         ("capacity", CAPACITY),
         ("executors", EXECUTORS),
         ("tasks", TASKS),
-    ):
+    )
+    for name, metric_name in gauges:
         columns[name] = _nullable(value, m == code(metric_name))
-    aggs = [
-        ("dt", "max", "dt"),
-        ("executed", "sum", "executed"),
-        ("emitted", "sum", "emitted"),
-        ("offered", "sum", "offered"),
-    ]
+    columns["change"] = change.astype(np.int64)
+    columns["dup"] = (stepped.dt == 0).astype(np.int64)
+    aggs = [("start", "min", "start"), ("dt", "max", "dt")]
+    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered")]
+    aggs += [(n, "max", n) for n, _ in gauges]
+    aggs += [("change", "max", "change"), ("dup", "sum", "duplicates")]
+    return _group(columns, ["topology", "component", "executor", "source", "ts"], aggs)
+
+
+def change_points(intervals: pa.Table, settle_s: float) -> pa.Table:
+    """``change_points`` and ``steady_windows`` of the Spark job, per topology code."""
+    ts = _np(intervals, "ts")
+    changed = intervals["change"].to_numpy(zero_copy_only=False) > 0
+    columns = {"topology": intervals["topology"], "ts": ts, "changed": _nullable(ts, changed)}
+    columns["duplicates"] = intervals["duplicates"]
+    aggs = [("ts", "min", "first_ts"), ("ts", "max", "last_ts"), ("changed", "max", "changed_at")]
+    out = _group(columns, ["topology"], [*aggs, ("duplicates", "sum", "duplicates")])
+    start = np.fmax(_np(out, "first_ts"), _np(out, "changed_at") + settle_s)
+    return out.append_column("steady_start", pa.array(start))
+
+
+def steady(intervals: pa.Table, windows: pa.Table) -> pa.Table:
+    """Intervals wholly inside the steady window (``t_prev ≥ steady_start``)."""
+    codes = intervals["topology"].to_numpy()
+    lookup = np.full(int(codes.max(initial=0)) + 1, np.inf)
+    lookup[windows["topology"].to_numpy()] = _np(windows, "steady_start")
+    start = np.nan_to_num(_np(intervals, "start"), nan=-np.inf)
+    return intervals.filter(pa.array(start >= lookup[codes]))
+
+
+def executor_intervals(steady_rows: pa.Table) -> pa.Table:
+    """See :func:`stormscale.spark.estimators.executor_intervals`."""
+    names = ("dt", "executed", "emitted", "offered", "latency_ms", "capacity", "executors", "tasks")
+    columns = {k: steady_rows[k] for k in ("topology", "component", "executor", "ts", *names)}
+    aggs = [("dt", "max", "dt")] + [(n, "sum", n) for n in ("executed", "emitted", "offered")]
     aggs += [(n, "max", n) for n in ("latency_ms", "capacity", "executors", "tasks")]
     out = _group(columns, ["topology", "component", "executor", "ts"], aggs)
     executed, latency = _np(out, "executed"), _np(out, "latency_ms")
@@ -342,34 +344,27 @@ def component_spreads(per_interval: pa.Table) -> dict[tuple[int, int], dict[str,
     return out
 
 
-def edges(stepped: Stepped, keep: B, per_interval: pa.Table) -> list[dict[str, Any]]:
+def edges(steady_rows: pa.Table, c: Codes, per_interval: pa.Table) -> list[dict[str, Any]]:
     """``edge_window``, ``edge_intervals`` and ``edge_stats`` of the Spark job."""
-    c = stepped.codes
-    sel = keep & c.mask("metric", [EXECUTED])
-    key = _series_key(c)[sel]
-    cols = {
-        "series": key,
-        "topology": c.codes["topology"][sel],
-        "child": c.codes["component"][sel],
-        "source": c.codes["source"][sel],
-    }
-    per_series = _group(
-        cols | {"inc": stepped.increase[sel], "dt": stepped.dt[sel]},
-        ["series", "topology", "child", "source"],
-        [("inc", "sum", "inc"), ("dt", "sum", "dt")],
+    empty_source = c.names["source"].index("") if "" in c.names["source"] else -1
+    rows = steady_rows.filter(pa.array(steady_rows["source"].to_numpy() != empty_source))
+    per_executor = _group(
+        {k: rows[k] for k in ("topology", "component", "executor", "source", "executed", "dt")},
+        ["topology", "component", "executor", "source"],
+        [("executed", "sum", "inc"), ("dt", "sum", "dt")],
     )
-    per_series = per_series.append_column(
-        "rate", pa.array(_safe_div(_np(per_series, "inc"), _np(per_series, "dt")))
-    )
+    rates = _safe_div(_np(per_executor, "inc"), _np(per_executor, "dt"))
+    columns = {"topology": per_executor["topology"], "child": per_executor["component"]}
     window = _group(
-        {k: per_series[k] for k in ("topology", "child", "source", "rate")},
+        columns | {"source": per_executor["source"], "rate": rates},
         ["topology", "child", "source"],
         [("rate", "sum", "rate")],
     )
+    columns = {"topology": rows["topology"], "child": rows["component"]}
     received = _group(
-        cols | {"inc": stepped.increase[sel], "ts": stepped.ts[sel]},
+        columns | {k: rows[k] for k in ("source", "ts", "executed")},
         ["topology", "child", "source", "ts"],
-        [("inc", "sum", "received")],
+        [("executed", "sum", "received")],
     )
     # the parent's emitted at the same interval: component codes and source codes differ, map by name
     to_component = np.array(
@@ -408,10 +403,13 @@ def edges(stepped: Stepped, keep: B, per_interval: pa.Table) -> list[dict[str, A
 def aggregate(table: pa.Table, params: Params) -> Aggregates:
     """All estimators on an in-memory table; the same aggregates as :func:`stormscale.spark.job.aggregate`."""
     stepped = with_increments(table)
-    names = stepped.codes.names
-    windows = change_points(stepped, params.settle_s)
-    keep = _steady_mask(stepped, windows)
-    intervals = executor_intervals(stepped, keep, params.system_stream_prefix)
+    codes = stepped.codes
+    names = codes.names
+    sources = source_intervals(stepped, params.system_stream_prefix)
+    del stepped  # the raw rows are no longer needed
+    windows = change_points(sources, params.settle_s)
+    steady_rows = steady(sources, windows)
+    intervals = executor_intervals(steady_rows)
     per_interval = component_intervals(intervals)
     empty = names["executor"].index("") if "" in names["executor"] else -1
     window = component_window(executor_window(intervals), empty)
@@ -442,7 +440,7 @@ def aggregate(table: pa.Table, params: Params) -> Aggregates:
             **row,
         }
         result.components.setdefault(name, {})[comp] = from_row(ComponentStats, row)
-    for e in edges(stepped, keep, per_interval):
+    for e in edges(steady_rows, codes, per_interval):
         row = e | {
             "topology": names["topology"][e["topology"]],
             "child": names["component"][e["child"]],

@@ -48,6 +48,8 @@ TASKS = "tasks"
 WORKERS = "workers"
 
 COUNTERS = (EMITTED, TRANSFERRED, EXECUTED, ACKED, FAILED, OFFERED)
+#: Metrics the estimators read; the others are ignored.
+USED = (EMITTED, EXECUTED, OFFERED, CAPACITY, EXECUTE_LATENCY, EXECUTORS, TASKS, WORKERS)
 #: Gauges whose change marks a rebalance (the steady window starts after the last one).
 TOPOLOGY_GAUGES = (EXECUTORS, WORKERS)
 
