@@ -156,7 +156,7 @@ def plot(rows: list[Timing], shares: list[Share]) -> None:
                         *zip(*pts, strict=True), style, marker="o", label=f"{strategy.value} ({model.value})"
                     )
         ax.set(xscale="log", yscale="log", title=f"budget {budget}", xlabel="components")
-    axes[0][0].set_ylabel("seconds per plan")
+    axes[0][0].set_ylabel("CPU seconds per plan")
     axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(OUT / "planner.png", dpi=110)
