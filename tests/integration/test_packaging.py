@@ -100,6 +100,9 @@ def test_namespaced_install_uses_roles_and_peering_allows_replicas(helm: Any) ->
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRole"] == [f"{ROLE}-discovery"]
     peered = render(helm, "peering.enabled=true", "replicaCount=2")
     assert any(d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-peering") for d in peered)
+    assert [d["metadata"]["name"] for d in peered if d["kind"] == "ClusterKopfPeering"] == ["stormscale"]
+    operator_args = next(d for d in peered if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)
+    assert "--peering=stormscale" in operator_args["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 @pytest.mark.parametrize(
