@@ -27,15 +27,17 @@ from stormscale.operator.adapters.kube import (
     KubeStatus,
     status_patch,
 )
+from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import (
     MeasuredProfile,
     Ports,
     RefusedError,
-    StormTopologyState,
     UnavailableError,
 )
 from stormscale.operator.reconcile import Resource, reconcile
+from stormscale.operator.storm.client import NimbusClient
+from stormscale.operator.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
@@ -56,20 +58,12 @@ class KopfEvents:
         kopf.event(self._body, type="Warning", reason=reason, message=message)
 
 
-class _NotYetWired:
-    """Nimbus and metrics adapters are delivered by the adapters issue; until then say so, never act."""
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-
-    def describe(self, topology: str) -> StormTopologyState:
-        raise UnavailableError(f"{self._what} adapter is not configured in this build")
-
-    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
-        raise UnavailableError(f"{self._what} adapter is not configured in this build")
+class _ProfilerNotWired:
+    """The in-operator profile (Prometheus → aggregation) is the operator issue's next step; until then
+    the operator says so in status and never acts on a guess."""
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
-        raise UnavailableError(f"{self._what} adapter is not configured in this build")
+        raise UnavailableError("the metrics profiler is not wired into this build yet")
 
 
 _API: client.ApiClient | None = None
@@ -91,8 +85,8 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     api = kube_api()
     return Ports(
         deployments=KubeDeployments(api),
-        nimbus=_NotYetWired("Nimbus"),
-        profiler=_NotYetWired("metrics"),
+        nimbus=NimbusPort(NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))),
+        profiler=_ProfilerNotWired(),
         status=KubeStatus(api),
         events=KopfEvents(body),
     )
