@@ -8,9 +8,10 @@ a worker Deployment (one slot per Supervisor by default).
 Tuned for tests, not production: ``topology.stats.sample.rate: 1.0`` (Storm samples 5 % by default,
 so counts move in steps of 20) and ``executor.metrics.frequency.secs: 5`` (workers report executor
 stats to Nimbus every 60 s by default). There is no Storm UI: ``storm-webapp`` does not resolve on
-the reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift
-(``nimbus_client``). ZooKeeper is ZooKeeper's own server class on 127.0.0.1; Storm's Nimbus Thrift,
-Supervisor Thrift and worker Netty servers have no bind-address setting and bind the wildcard address.
+the reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift with the
+product's client (``stormscale.operator.storm``). ZooKeeper is ZooKeeper's own server class on
+127.0.0.1; Storm's Nimbus Thrift, Supervisor Thrift and worker Netty servers have no bind-address
+setting and bind the wildcard address.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.harness.nimbus_client import ClusterInfo, NimbusClient
+from stormscale.operator.storm import Endpoint, NimbusClient
+from stormscale.operator.storm.model import ClusterSummary
 from tests.harness.storm_home import REPO_ROOT, ensure_storm_home
 from tests.harness.storm_process import (
     Daemon,
@@ -71,7 +73,7 @@ class StormEndpoints:
 
     def nimbus(self, timeout_s: float = 30.0) -> NimbusClient:
         """A Thrift client of this cluster's Nimbus."""
-        return NimbusClient(self.host, self.nimbus_port, timeout_s)
+        return NimbusClient(Endpoint(self.host, self.nimbus_port), timeout_s)
 
 
 def base_conf(ep: StormEndpoints) -> dict[str, Any]:
@@ -231,7 +233,7 @@ class SupervisorLauncher:
         return supervisor_spec(self.endpoints, name, self.host_for(name), self.slots, self.extra_conf)
 
 
-def supervisors_on(info: ClusterInfo, host: str) -> int:
+def supervisors_on(info: ClusterSummary, host: str) -> int:
     """How many Supervisors Nimbus lists for ``host``."""
     return sum(1 for s in info.supervisors if s.host == host)
 
@@ -280,7 +282,7 @@ class StormCluster:
         if not port_open(LOOPBACK, self.endpoints.nimbus_port):
             return False
         try:
-            return self.endpoints.nimbus(timeout_s=5).cluster_info().has_leader
+            return self.endpoints.nimbus(timeout_s=5).cluster_summary().leader is not None
         except Exception:
             return False
 
@@ -296,7 +298,7 @@ class StormCluster:
 
     def _listed(self, host: str) -> bool:
         try:
-            return supervisors_on(self.nimbus.cluster_info(), host) > 0
+            return supervisors_on(self.nimbus.cluster_summary(), host) > 0
         except Exception:
             return False
 

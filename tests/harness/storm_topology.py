@@ -9,6 +9,7 @@ merged and handed to Flux with ``--filter``.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 import zipfile
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.harness.nimbus_client import ComponentStats
+from stormscale.operator.storm import TopologyNotFoundError
+from stormscale.operator.storm.model import ComponentAggregate
 from tests.harness.storm_cluster import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
 from tests.harness.storm_process import DaemonError, log_tail
 
@@ -24,7 +26,7 @@ TOPOLOGY_DIR = Path(__file__).resolve().parent / "topologies"
 SHAPES = ("linear", "diamond", "topology10")
 SUBMIT_TIMEOUT_S = 180.0
 ACTIVE_TIMEOUT_S = 60.0
-StatsPredicate = Callable[[dict[str, ComponentStats]], bool]
+StatsPredicate = Callable[[dict[str, ComponentAggregate]], bool]
 
 
 @dataclass(frozen=True)
@@ -117,9 +119,10 @@ def wait_active(ep: StormEndpoints, name: str, timeout_s: float = ACTIVE_TIMEOUT
 
 
 def kill(ep: StormEndpoints, name: str, timeout_s: float = 60.0) -> None:
-    """Kill topology ``name`` at once and wait until Nimbus no longer lists it."""
+    """Kill topology ``name`` at once (no error if it is already gone); wait until Nimbus stops listing it."""
     nimbus = ep.nimbus()
-    nimbus.kill(name, wait_secs=0)
+    with contextlib.suppress(TopologyNotFoundError):
+        nimbus.kill(name, wait_secs=0)
     deadline = time.monotonic() + timeout_s
     while nimbus.topology(name) is not None:
         if time.monotonic() > deadline:
@@ -132,12 +135,12 @@ def wait_for_stats(
     topology_id: str,
     ready: StatsPredicate,
     timeout_s: float,
-) -> dict[str, ComponentStats]:
+) -> dict[str, ComponentAggregate]:
     """Poll Nimbus's component stats until ``ready(stats)``; return them, or raise with the last seen."""
     deadline = time.monotonic() + timeout_s
-    stats: dict[str, ComponentStats] = {}
+    stats: dict[str, ComponentAggregate] = {}
     while time.monotonic() < deadline:
-        stats = ep.nimbus().component_stats(topology_id)
+        stats = dict(ep.nimbus().topology_page(topology_id).components)
         if ready(stats):
             return stats
         time.sleep(2)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.nimbus_client import ComponentStats
+from stormscale.operator.storm.model import ComponentAggregate
 from tests.harness.storm_cluster import StormCluster
 from tests.harness.storm_process import marked_pids
 from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
@@ -45,7 +45,7 @@ def describe(pids: list[int]) -> list[str]:
     return out
 
 
-def executed(stats: dict[str, ComponentStats], *components: str) -> int:
+def executed(stats: dict[str, ComponentAggregate], *components: str) -> int:
     """Tuples executed by ``components`` together (a component not reported yet counts 0)."""
     return sum(stats[c].executed for c in components if c in stats)
 
@@ -112,7 +112,7 @@ def test_two_workers_on_two_supervisors_and_stopping_one_ends_its_worker(
     finally:
         storm_cluster.stop_supervisor(name)
     assert info is not None
-    assert info.num_workers == 2
+    assert info.workers == 2
     assert (
         stats["1"].emitted > 0
     )  # workers report separately, so counts of different components are not comparable

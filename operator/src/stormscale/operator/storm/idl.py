@@ -13,7 +13,7 @@ def _stream_hash(self: Any) -> int:
 
 
 def _load() -> Any:
-    """Load ``nimbus.thrift`` once, under a module name of its own (the test bed loads another IDL)."""
+    """Load ``nimbus.thrift`` once, under a module name of its own."""
     source = resources.files(__package__).joinpath("nimbus.thrift")
     with resources.as_file(source) as path:
         module = thriftpy2.load(str(path), module_name="stormscale_operator_nimbus_thrift")
