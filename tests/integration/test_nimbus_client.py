@@ -14,7 +14,6 @@ import pytest
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.ports import RefusedError
 from stormscale.operator.storm import (
-    Endpoint,
     NimbusClient,
     RebalanceRequest,
     RequestRejectedError,
@@ -47,8 +46,7 @@ def topology(storm_cluster: StormCluster, storm_supervisor: str) -> Iterator[Top
 @pytest.fixture(scope="module")
 def client(storm_cluster: StormCluster) -> NimbusClient:
     """The product client on the session's Nimbus."""
-    ep = storm_cluster.endpoints
-    return NimbusClient(Endpoint(ep.host, ep.nimbus_port), timeout_s=10)
+    return storm_cluster.endpoints.nimbus(timeout_s=10)
 
 
 def test_cluster_summary_names_the_leader_and_the_topology(client: NimbusClient, topology: Topology) -> None:

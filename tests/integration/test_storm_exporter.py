@@ -28,7 +28,7 @@ from stormscale.operator.exporter.scraper import Scraper
 from stormscale.operator.exporter.server import serve
 from stormscale.operator.metrics.queries import QUERIES
 from stormscale.operator.metrics.samples import SCHEMA
-from stormscale.operator.storm import Endpoint, NimbusClient, RebalanceRequest
+from stormscale.operator.storm import NimbusClient, RebalanceRequest
 from stormscale.operator.storm.model import ALL_TIME, TEN_MINUTES
 from tests.harness.prometheus import Prometheus, StaticJob
 from tests.harness.storm_cluster import StormCluster
@@ -98,9 +98,8 @@ def topology(
 
 @pytest.fixture(scope="module")
 def client(storm_cluster: StormCluster) -> NimbusClient:
-    """The product Nimbus client."""
-    ep = storm_cluster.endpoints
-    return NimbusClient(Endpoint(ep.host, ep.nimbus_port))
+    """The product client on the session's Nimbus."""
+    return storm_cluster.endpoints.nimbus(timeout_s=10)
 
 
 @pytest.fixture(scope="module")
