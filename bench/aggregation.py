@@ -8,12 +8,15 @@ rebalance) over 4 hours at a 10 s scrape step, generated with :mod:`stormscale.s
 ``bench/out/samples-<n>.parquet`` (git-ignored, reused when present). Each engine runs in a fresh
 subprocess so its peak memory is its own: the single process's is its RSS high-water mark; Spark's
 is the Python driver's and the JVM's (in ``local[2]`` the JVM holds the driver and the executors).
+The machine is shared, so CPU seconds (the JVM's and Python's, user + system) are reported next to
+wall time: they are what the job costs, wall time is what it costs on a busy box.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -46,6 +49,7 @@ class Result:
     driver_mb: float
     jvm_mb: float | None
     topologies: int
+    cpu: float
 
     @property
     def rate(self) -> float:
@@ -93,20 +97,35 @@ def _jvm_peak_mb(pid: int) -> float:
     return float("nan")
 
 
+def _jvm_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (``/proc/<pid>/stat`` fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure(engine: str, samples: Path, structures: Path) -> dict[str, Any]:
-    """One engine on one input, in this (fresh) process."""
+    """One engine on one input, in this (fresh) process; CPU seconds count the JVM too."""
     specs = [load_structure(p) for p in sorted(structures.glob("t*.json"))]
     begin = time.perf_counter()
     jvm_mb = None
     if engine == "local":
-        startup = 0.0
+        startup, cpu = 0.0, -_own_cpu_s()
         documents = local.run([str(samples)], specs, Params())
+        cpu += _own_cpu_s()
     else:
         spark = job.session("local[2]", shuffle_partitions=8, app="bench-aggregation", conf=SPARK_CONF)
+        pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
         startup = time.perf_counter() - begin
         begin = time.perf_counter()
+        cpu = -_own_cpu_s() - _jvm_cpu_s(pid)
         documents = job.run(spark, [str(samples)], specs, Params())
-        jvm_mb = _jvm_peak_mb(spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]
+        cpu += _own_cpu_s() + _jvm_cpu_s(pid)
+        jvm_mb = _jvm_peak_mb(pid)
         spark.stop()
     seconds = time.perf_counter() - begin
     first = documents[0]["components"][-1]
@@ -116,6 +135,7 @@ def measure(engine: str, samples: Path, structures: Path) -> dict[str, Any]:
         "driver_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "jvm_mb": jvm_mb,
         "topologies": len(documents),
+        "cpu": cpu,
         "check": first.get("capacityPerUnit"),
     }
 
@@ -126,18 +146,20 @@ def run_engine(engine: str, samples: Path, structures: Path, rows: int) -> Resul
     if done.returncode != 0:
         raise RuntimeError(f"{engine} failed on {samples.name}: {done.stderr.strip().splitlines()[-1:]}")
     m = json.loads(done.stdout.strip().splitlines()[-1])
-    return Result(engine, rows, m["seconds"], m["startup"], m["driver_mb"], m["jvm_mb"], m["topologies"])
+    return Result(
+        engine, rows, m["seconds"], m["startup"], m["driver_mb"], m["jvm_mb"], m["topologies"], m["cpu"]
+    )
 
 
 def table(results: list[Result]) -> str:
     head = f"{'engine':<7} {'samples':>11} {'topologies':>10} {'seconds':>8} {'samples/s':>11} "
-    head += f"{'startup s':>9} {'driver MB':>9} {'JVM MB':>7}"
+    head += f"{'CPU s':>7} {'samples/CPU s':>13} {'startup s':>9} {'driver MB':>9} {'JVM MB':>7}"
     lines = [head, "-" * len(head)]
     for r in results:
         jvm = "" if r.jvm_mb is None else f"{r.jvm_mb:7.0f}"
         lines.append(
             f"{r.engine:<7} {r.samples:>11,} {r.topologies:>10} {r.seconds:>8.1f} {r.rate:>11,.0f} "
-            f"{r.startup:>9.1f} {r.driver_mb:>9.0f} {jvm:>7}"
+            f"{r.cpu:>7.1f} {r.samples / r.cpu:>13,.0f} {r.startup:>9.1f} {r.driver_mb:>9.0f} {jvm:>7}"
         )
     return "\n".join(lines)
 

@@ -165,7 +165,8 @@ def _component(
     if max_units is None:
         del entry["maxUnits"]
     if fractions:
-        entry["children"] = {c: _num(f) for c, f in fractions.items()}
+        # full precision: fractions rounded one by one could sum above 1 + 1e-6, which the format forbids
+        entry["children"] = dict(fractions)
     entry["confidence"] = confidence
     return entry
 
