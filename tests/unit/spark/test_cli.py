@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from stormscale.planner import load_profile
@@ -20,7 +21,16 @@ DIAMOND = thesis("diamond")
 TREE = thesis("simple-tree")
 
 
-def test_cli_writes_one_valid_profile_per_topology(tmp_path: Path) -> None:
+SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+ENTRY = Path(__file__).parents[3] / "spark" / "submit.py"
+LAUNCHERS = {
+    "python -m": [sys.executable, "-m", "stormscale.spark"],
+    "spark-submit": [str(SUBMIT), "--master", "local[2]", str(ENTRY)],
+}
+
+
+@pytest.mark.parametrize("launcher", list(LAUNCHERS))
+def test_cli_writes_one_valid_profile_per_topology(launcher: str, tmp_path: Path) -> None:
     cases = [
         (DIAMOND, synthetic.Scenario(name="diamond", duration_s=900, offered_scale=2.0, seed=7)),
         (
@@ -35,17 +45,10 @@ def test_cli_writes_one_valid_profile_per_topology(tmp_path: Path) -> None:
         file.rename(structures / file.name)
     out = tmp_path / "profiles"
     argv = ["--samples", str(samples), "--structure", str(structures), "--output", str(out)]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    command = [
-        sys.executable,
-        "-m",
-        "stormscale.spark",
-        *argv,
-        "--master",
-        "local[2]",
-        "--shuffle-partitions",
-        "2",
-    ]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    command = [*LAUNCHERS[launcher], *argv, "--shuffle-partitions", "2"]
+    if launcher == "python -m":
+        command += ["--master", "local[2]"]  # under spark-submit, the master is spark-submit's
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir()) == ["diamond.json", "tree.json"]

@@ -1,4 +1,4 @@
-"""``python -m stormscale.spark …``; also the file to hand to ``spark-submit`` (absolute imports)."""
+"""``python -m stormscale.spark …`` (for ``spark-submit``, use ``spark/submit.py``)."""
 
 import sys
 

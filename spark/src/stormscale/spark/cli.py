@@ -1,4 +1,4 @@
-"""Command line: ``python -m stormscale.spark`` or ``spark-submit …/stormscale/spark/__main__.py``.
+"""Command line: ``python -m stormscale.spark`` or ``spark-submit spark/submit.py``.
 
 Exit status: 0 with one profile per structure written, 2 for malformed or insufficient input (one
 line on stderr naming the problem, nothing written).
