@@ -31,9 +31,9 @@ lint: venv
 test: lint prometheus
 	$(BIN)/python -m pytest
 
-## unit: only the fast tests
+## unit: only the fast tests (no Spark JVM, no test bed)
 unit: venv
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest tests/unit -m "not spark"
 
 ## bench: the benchmarks (tables on stdout, plots under bench/out/)
 bench: venv
