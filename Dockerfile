@@ -1,4 +1,5 @@
-# Stormscale operator image: the planner and the Kopf operator (and the Storm exporter), no Spark, no Java.
+# Stormscale operator image: the planner, the Kopf operator (and the Storm exporter) and the aggregation's
+# single-process engine (stormscale-spark without its PySpark extra): no Spark, no Java.
 #
 #   docker build -t stormscale/operator:0.1.0 .
 #
@@ -9,6 +10,7 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY planner/ planner/
+COPY spark/ spark/
 COPY operator/ operator/
 RUN sh operator/image/install.sh /opt/stormscale
 

@@ -13,7 +13,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e planner -e operator -e spark
+	$(BIN)/python -m pip install --quiet -e planner -e 'spark[spark]' -e operator
 	@touch $@
 
 ## demo: set everything up and plan the thesis's topology 17 with 3 extra units (every strategy side by side)

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from stormscale.spark import estimators as est
-from stormscale.spark.schema import SAMPLE_SCHEMA
+from stormscale.spark.spark_types import SAMPLE_SCHEMA
 
 pytestmark = pytest.mark.spark
 

@@ -3,6 +3,7 @@
 A few rows per component: window rates, busy fractions and, for every estimated field, the number of
 intervals it rests on and the spread of its per-interval values. :mod:`stormscale.spark.profile`
 turns them into the profile JSON, so the Spark job and the single-process implementation share it.
+Nothing here imports PySpark (the operator image uses the single-process engine without it).
 """
 
 from __future__ import annotations
@@ -10,16 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
-
-from pyspark.sql.types import (
-    BooleanType,
-    DataType,
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 T = TypeVar("T")
 
@@ -83,26 +74,13 @@ class EdgeStats:
     fraction_cv: float | None
 
 
-def _spark_type(annotation: str) -> DataType:
-    return {
-        "str": StringType(),
-        "int": LongType(),
-        "bool": BooleanType(),
-        "float | None": DoubleType(),
-        "float": DoubleType(),
-    }[annotation]
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    """Everything either engine hands to the profile builder: a few rows per component, no raw sample."""
 
-
-def spark_schema(cls: type[Any]) -> StructType:
-    """The explicit output schema of an aggregate, derived from its dataclass fields."""
-    return StructType(
-        [StructField(f.name, _spark_type(str(f.type)), "None" in str(f.type)) for f in fields(cls)]
-    )
-
-
-WINDOW_SCHEMA = spark_schema(WindowStats)
-COMPONENT_SCHEMA = spark_schema(ComponentStats)
-EDGE_SCHEMA = spark_schema(EdgeStats)
+    windows: dict[str, WindowStats]
+    components: dict[str, dict[str, ComponentStats]]
+    edges: dict[str, list[EdgeStats]]
 
 
 def from_row(cls: type[T], row: Mapping[str, Any]) -> T:

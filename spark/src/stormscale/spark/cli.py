@@ -14,9 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-
-from stormscale.spark import job, local
+from stormscale.spark import local
 from stormscale.spark.params import Params
 from stormscale.spark.profile import write_profile
 from stormscale.spark.schema import AggregationError
@@ -71,6 +69,13 @@ def _structures(paths: Sequence[str]) -> list[Structure]:
 def _run(args: argparse.Namespace, structures: list[Structure], params: Params) -> list[dict[str, Any]]:
     if args.engine == "local":
         return local.run(args.samples, structures, params)
+    try:  # PySpark is the optional extra ``stormscale-spark[spark]``; the local engine needs none
+        from pyspark.sql import SparkSession  # noqa: PLC0415
+
+        from stormscale.spark import job  # noqa: PLC0415
+    except ImportError:
+        message = "--engine spark needs PySpark: pip install 'stormscale-spark[spark]' (or --engine local)"
+        raise AggregationError(message) from None
     existing = SparkSession.getActiveSession()  # e.g. a test's session: reuse it, leave it running
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = args.master or ("" if under_submit else "local[*]")

@@ -20,7 +20,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
 from stormscale.spark import formulas
-from stormscale.spark.aggregates import COMPONENT_SCHEMA, EDGE_SCHEMA, WINDOW_SCHEMA
 from stormscale.spark.schema import (
     CAPACITY,
     COUNTERS,
@@ -29,12 +28,12 @@ from stormscale.spark.schema import (
     EXECUTED,
     EXECUTORS,
     OFFERED,
-    SAMPLE_SCHEMA,
     SERIES,
     TASKS,
     TOPOLOGY_GAUGES,
     USED,
 )
+from stormscale.spark.spark_types import COMPONENT_SCHEMA, EDGE_SCHEMA, SAMPLE_SCHEMA, WINDOW_SCHEMA
 
 COMPONENT = ("topology", "component")
 

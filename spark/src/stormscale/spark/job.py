@@ -8,27 +8,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from stormscale.spark import estimators as est
-from stormscale.spark.aggregates import ComponentStats, EdgeStats, WindowStats, from_row
+from stormscale.spark.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats, from_row
 from stormscale.spark.params import Params
-from stormscale.spark.profile import build_profile
-from stormscale.spark.schema import SAMPLE_SCHEMA, AggregationError, check_columns
+from stormscale.spark.profile import profiles
+from stormscale.spark.schema import AggregationError, check_columns
+from stormscale.spark.spark_types import SAMPLE_SCHEMA
 from stormscale.spark.structure import Structure
-
-
-@dataclass(frozen=True, slots=True)
-class Aggregates:
-    """Everything the driver collects: a few rows per component, never a raw sample."""
-
-    windows: dict[str, WindowStats]
-    components: dict[str, dict[str, ComponentStats]]
-    edges: dict[str, list[EdgeStats]]
 
 
 def session(
@@ -118,39 +109,6 @@ def _collected(
         edge = from_row(EdgeStats, r.asDict())
         edges.setdefault(edge.topology, []).append(edge)
     return Aggregates(windows, components, edges)
-
-
-def profiles(structures: Sequence[Structure], aggregates: Aggregates, params: Params) -> list[dict[str, Any]]:
-    """One profile per structure; :class:`AggregationError` when a topology lacks a steady window."""
-    out = []
-    for structure in structures:
-        window = _steady_window(structure.topology, aggregates.windows, params)
-        out.append(
-            build_profile(
-                structure,
-                window,
-                aggregates.components.get(structure.topology, {}),
-                aggregates.edges.get(structure.topology, []),
-                params,
-            )
-        )
-    return out
-
-
-def _steady_window(topology: str, windows: Mapping[str, WindowStats], params: Params) -> WindowStats:
-    window = windows.get(topology)
-    if window is None:
-        raise AggregationError(f"samples: no rows for topology {topology!r} in the window")
-    if window.duplicates:
-        raise AggregationError(
-            f"samples: topology {topology!r} has {window.duplicates} rows repeating a (series, ts) pair"
-        )
-    if window.intervals < params.min_intervals:
-        raise AggregationError(
-            f"samples: topology {topology!r} has {window.intervals} steady intervals after the last change "
-            f"(+{params.settle_s:g} s settling); at least {params.min_intervals} are needed"
-        )
-    return window
 
 
 def run(

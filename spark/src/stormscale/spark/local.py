@@ -19,9 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from stormscale.spark import formulas
-from stormscale.spark.aggregates import ComponentStats, EdgeStats, WindowStats, from_row
-from stormscale.spark.job import Aggregates, profiles
+from stormscale.spark.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats, from_row
 from stormscale.spark.params import Params
+from stormscale.spark.profile import profiles
 from stormscale.spark.schema import (
     CAPACITY,
     COUNTERS,

@@ -17,7 +17,7 @@ from typing import Any
 
 from stormscale.planner import parse_profile
 from stormscale.spark import formulas
-from stormscale.spark.aggregates import ComponentStats, EdgeStats, WindowStats
+from stormscale.spark.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats
 from stormscale.spark.params import Params
 from stormscale.spark.schema import AggregationError
 from stormscale.spark.structure import ComponentSpec, Structure
@@ -229,6 +229,39 @@ def _bolt(
         return 1.0
     conf["selectivity"] = {**_spread(stats.selectivity_n, stats.selectivity_cv), "source": "measured"}
     return formulas.selectivity(emitted, executed)
+
+
+def profiles(structures: Sequence[Structure], aggregates: Aggregates, params: Params) -> list[dict[str, Any]]:
+    """One profile per structure; :class:`AggregationError` when a topology lacks a steady window."""
+    out = []
+    for structure in structures:
+        window = _steady_window(structure.topology, aggregates.windows, params)
+        out.append(
+            build_profile(
+                structure,
+                window,
+                aggregates.components.get(structure.topology, {}),
+                aggregates.edges.get(structure.topology, []),
+                params,
+            )
+        )
+    return out
+
+
+def _steady_window(topology: str, windows: Mapping[str, WindowStats], params: Params) -> WindowStats:
+    window = windows.get(topology)
+    if window is None:
+        raise AggregationError(f"samples: no rows for topology {topology!r} in the window")
+    if window.duplicates:
+        raise AggregationError(
+            f"samples: topology {topology!r} has {window.duplicates} rows repeating a (series, ts) pair"
+        )
+    if window.intervals < params.min_intervals:
+        raise AggregationError(
+            f"samples: topology {topology!r} has {window.intervals} steady intervals after the last change "
+            f"(+{params.settle_s:g} s settling); at least {params.min_intervals} are needed"
+        )
+    return window
 
 
 def write_profile(document: Mapping[str, Any], directory: Path) -> Path:

@@ -1,4 +1,6 @@
-"""The metric-sample contract (``docs/formats/samples.md``) as Spark and Arrow schemas, and its checks.
+"""The metric-sample contract (``docs/formats/samples.md``) as an Arrow schema, and its checks.
+
+The Spark twin of the schema is in :mod:`stormscale.spark.spark_types` (this module needs no PySpark).
 
 Both implementations (the Spark job and :mod:`stormscale.spark.local`) read the same columns and
 reject the same malformed inputs with the same one-line messages.
@@ -10,7 +12,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.types import DoubleType, StringType, StructField, StructType, TimestampType
 
 
 class AggregationError(ValueError):
@@ -19,14 +20,6 @@ class AggregationError(ValueError):
 
 #: Columns that identify one time series (everything but ``ts`` and ``value``).
 SERIES = ("topology", "component", "executor", "metric", "stream", "source")
-
-SAMPLE_SCHEMA = StructType(
-    [
-        StructField("ts", TimestampType(), nullable=False),
-        *(StructField(name, StringType(), nullable=False) for name in SERIES),
-        StructField("value", DoubleType(), nullable=False),
-    ]
-)
 
 _ARROW_FIELDS: list[pa.Field[Any]] = [pa.field("ts", pa.timestamp("ms", tz="UTC"), nullable=False)]
 _ARROW_FIELDS += [pa.field(name, pa.string(), nullable=False) for name in SERIES]
