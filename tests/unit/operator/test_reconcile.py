@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stormscale.operator.policy import Policy, parse_spec
+from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
 from stormscale.operator.reconcile import Outcome, Resource, reconcile
 from stormscale.planner import load_profile
@@ -217,3 +217,18 @@ def test_transition_times_move_only_when_a_condition_flips() -> None:
     ready_since = next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"]
     status = run(w, policy(), status, minutes=5).status
     assert next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == ready_since
+
+
+def test_metrics_step_and_settle_are_read_and_a_window_must_hold_five_steps() -> None:
+    spec: dict[str, Any] = {
+        "topologyName": "linear",
+        "nimbus": {"host": "nimbus"},
+        "workers": {"deployment": "linear-workers"},
+        "metrics": {"prometheus": "http://prometheus:9090", "window": "3m", "step": "20s", "settle": "90s"},
+    }
+    parsed = parse_spec(spec)
+    assert (parsed.window_s, parsed.step_s, parsed.settle_s) == (180.0, 20.0, 90.0)
+    defaults = parse_spec({**spec, "metrics": {"prometheus": "http://prometheus:9090"}})
+    assert (defaults.window_s, defaults.step_s, defaults.settle_s) == (300.0, 10.0, 120.0)
+    with pytest.raises(InvalidSpecError, match=r"spec\.metrics.*at least 5 steps"):
+        parse_spec({**spec, "metrics": {"prometheus": "http://p:9090", "window": "1m", "step": "20s"}})

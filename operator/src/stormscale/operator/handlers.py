@@ -28,12 +28,11 @@ from stormscale.operator.adapters.kube import (
     status_patch,
 )
 from stormscale.operator.adapters.nimbus import NimbusPort
+from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import (
-    MeasuredProfile,
     Ports,
     RefusedError,
-    UnavailableError,
 )
 from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.storm.client import NimbusClient
@@ -58,14 +57,6 @@ class KopfEvents:
         kopf.event(self._body, type="Warning", reason=reason, message=message)
 
 
-class _ProfilerNotWired:
-    """The in-operator profile (Prometheus → aggregation) is the operator issue's next step; until then
-    the operator says so in status and never acts on a guess."""
-
-    def profile(self, topology: str, window_s: float) -> MeasuredProfile:
-        raise UnavailableError("the metrics profiler is not wired into this build yet")
-
-
 _API: client.ApiClient | None = None
 
 
@@ -83,10 +74,11 @@ def kube_api() -> client.ApiClient:
 
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     api = kube_api()
+    nimbus = NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))
     return Ports(
         deployments=KubeDeployments(api),
-        nimbus=NimbusPort(NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))),
-        profiler=_ProfilerNotWired(),
+        nimbus=NimbusPort(nimbus),
+        profiler=prometheus_profiler(policy.spec.metrics.prometheus, nimbus, policy.step_s, policy.settle_s),
         status=KubeStatus(api),
         events=KopfEvents(body),
     )

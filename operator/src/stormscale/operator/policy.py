@@ -18,6 +18,7 @@ from stormscale.planner import FlowModel, Strategy
 
 _DURATION = re.compile(r"^([0-9]+)(s|m|h)$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600}
+MIN_STEPS = 5  # a profile needs this many steady intervals (the aggregation's min_intervals)
 
 
 class InvalidSpecError(ValueError):
@@ -60,6 +61,16 @@ class MetricsSpec(_Model):
     prometheus: str = Field(pattern=r"^https?://")
     window: str = Field(default="5m", pattern=_DURATION.pattern)
     max_age: str = Field(default="2m", pattern=_DURATION.pattern)
+    step: str = Field(default="10s", pattern=_DURATION.pattern)
+    settle: str = Field(default="2m", pattern=_DURATION.pattern)
+
+    @model_validator(mode="after")
+    def _steps(self) -> MetricsSpec:
+        if parse_duration(self.step) < 1:
+            raise ValueError("metrics.step must be at least 1s")
+        if parse_duration(self.window) < MIN_STEPS * parse_duration(self.step):
+            raise ValueError(f"metrics.window must hold at least {MIN_STEPS} steps of metrics.step")
+        return self
 
 
 class ScalingSpec(_Model):
@@ -108,6 +119,8 @@ class Policy(_Model):
     flow_model: FlowModel
     window_s: float
     max_age_s: float
+    step_s: float
+    settle_s: float
     cooldown_s: float
     scale_in_delay_s: float
 
@@ -129,6 +142,8 @@ def parse_spec(raw: dict[str, Any]) -> Policy:
         flow_model=FlowModel(scaling.flow_model.lower()),
         window_s=parse_duration(spec.metrics.window),
         max_age_s=parse_duration(spec.metrics.max_age),
+        step_s=parse_duration(spec.metrics.step),
+        settle_s=parse_duration(spec.metrics.settle),
         cooldown_s=parse_duration(scaling.cooldown),
         scale_in_delay_s=parse_duration(scaling.scale_in_delay),
     )

@@ -14,7 +14,8 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from stormscale.operator.metrics.queries import QUERIES, SeriesQuery
+from stormscale.operator.exporter import names as n
+from stormscale.operator.metrics.queries import QUERIES, SeriesQuery, escape
 from stormscale.operator.ports import RefusedError, UnavailableError
 
 MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
@@ -115,6 +116,19 @@ class SampleReader:
         except PrometheusApiClientException as err:
             raise RefusedError(f"Prometheus {self.url} refused {promql!r}: {err}") from None
         return result
+
+    def newest(self, topology: str) -> float | None:
+        """Unix time of the newest scraped executed-count sample of ``topology`` (None: none in
+        Prometheus's lookback). Range queries repeat a series' last value for up to five minutes, so
+        freshness is read from the samples' own timestamps."""
+        promql = f'max(timestamp({n.EXECUTED}{{topology="{escape(topology)}"}}))'
+        try:
+            result: list[Mapping[str, Any]] = self.prometheus.custom_query(promql)
+        except requests.RequestException as err:
+            raise UnavailableError(f"Prometheus {self.url}: {type(err).__name__}: {err}") from None
+        except PrometheusApiClientException as err:
+            raise RefusedError(f"Prometheus {self.url} refused {promql!r}: {err}") from None
+        return float(result[0]["value"][1]) if result else None
 
     def read(self, topology: str, window: Window) -> list[Sample]:
         """Every sample of ``topology`` in ``window``, sorted, unique on the schema's key."""
