@@ -10,12 +10,14 @@ merged and handed to Flux with ``--filter``.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from stormscale.operator.storm import TopologyNotFoundError
 from stormscale.operator.storm.model import ComponentAggregate
@@ -78,10 +80,27 @@ def topology_properties(shape: str, overrides: dict[str, object] | None = None) 
     return props
 
 
-def flux_argv(ep: StormEndpoints, jar: Path, yaml_file: Path, props_file: Path, work: Path) -> list[str]:
-    """The Flux submit command (what ``storm jar topo.jar org.apache.storm.flux.Flux`` runs)."""
+def storm_options(conf: Mapping[str, object]) -> str:
+    """``conf`` as ``-Dstorm.options`` (what ``storm jar -c key=value`` sets): URL-encoded ``k=json``
+    pairs joined by commas; StormSubmitter adds them to the topology's conf."""
+    return ",".join(quote(f"{key}={json.dumps(value)}", safe="=") for key, value in conf.items())
+
+
+def flux_argv(
+    ep: StormEndpoints,
+    jar: Path,
+    yaml_file: Path,
+    props_file: Path,
+    work: Path,
+    *,
+    conf: Mapping[str, object] | None = None,
+) -> list[str]:
+    """The Flux submit command (what ``storm jar topo.jar org.apache.storm.flux.Flux`` runs); ``conf``
+    adds topology settings the Flux YAML does not set (``storm jar -c``)."""
     conf_file = write_conf(work / "client.yaml", base_conf(ep))
     argv = java_argv(ep, f"submit-{props_file.stem}", conf_file, work, 256)
+    if conf:
+        argv.append(f"-Dstorm.options={storm_options(conf)}")
     argv += [f"-Dstorm.jar={jar}", "-cp", daemon_classpath(ep), "org.apache.storm.flux.Flux"]
     return [*argv, "--remote", "--filter", str(props_file), str(yaml_file)]
 
@@ -91,14 +110,16 @@ def submit(
     shape: str,
     overrides: dict[str, object] | None = None,
     timeout_s: float = SUBMIT_TIMEOUT_S,
+    conf: Mapping[str, object] | None = None,
 ) -> Topology:
-    """Submit ``shape`` with Flux and wait until Nimbus lists it ACTIVE."""
+    """Submit ``shape`` with Flux and wait until Nimbus lists it ACTIVE; ``conf``: extra topology
+    settings (Storm's own keys, e.g. ``topology.executor.receive.buffer.size``)."""
     props = topology_properties(shape, overrides)
     name = props["topology.name"]
     work = ep.storm_dir / "topologies" / name
     jar = build_topology_jar(Path(ep.storm_home), work / f"{name}.jar")
     props_file = write_properties(work / f"{name}.properties", props)
-    argv = flux_argv(ep, jar, TOPOLOGY_DIR / f"{shape}.yaml", props_file, work)
+    argv = flux_argv(ep, jar, TOPOLOGY_DIR / f"{shape}.yaml", props_file, work, conf=conf)
     console = work / "submit.out"
     with console.open("wb") as out:
         done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)

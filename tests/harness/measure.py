@@ -1,0 +1,174 @@
+"""Measuring a running test-bed topology: Nimbus's own counts, the exporter, samples and structure.
+
+- ``SinkCounter`` / ``rate_over``: executed tuples/s of some components over a window, from Nimbus's
+  all-time counts read when an executor heartbeat changes them (independent of Prometheus).
+- ``running_exporter``: ``python -m stormscale.operator.exporter`` on a free loopback port.
+- ``write_samples``: a window of the sample reader's rows (Prometheus → Parquet).
+- ``write_structure``: the aggregation's structure JSON from Nimbus (``getUserTopology`` + tasks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from stormscale.operator.metrics.samples import SampleReader, Window, write_parquet
+from stormscale.operator.storm import NimbusClient
+from stormscale.operator.storm.model import Kind
+from stormscale.operator.storm.stats import tasks_per_component
+from tests.harness.storm_cluster import StormEndpoints
+from tests.harness.storm_process import DaemonError, free_port, log_tail
+
+POLL_S = 0.25
+REPORT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A count and the Unix time it was first seen on Nimbus."""
+
+    at: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Counts at the start and end of a window, each seen when a heartbeat brought it."""
+
+    start: Sighting
+    end: Sighting
+
+    @property
+    def seconds(self) -> float:
+        """Length of the window."""
+        return self.end.at - self.start.at
+
+    @property
+    def rate(self) -> float:
+        """Tuples per second over the window."""
+        return (self.end.count - self.start.count) / self.seconds
+
+
+@dataclass(frozen=True)
+class SinkCounter:
+    """Sum of the all-time executed counts of ``components`` of one topology, read from Nimbus."""
+
+    nimbus: NimbusClient
+    topology_id: str
+    components: tuple[str, ...]
+
+    def __call__(self) -> int:
+        """The current sum (0 for a component Nimbus does not show yet)."""
+        stats = self.nimbus.topology_page(self.topology_id).components
+        return sum(stats[c].executed for c in self.components if c in stats)
+
+
+def next_report(read: Callable[[], int], timeout_s: float = REPORT_TIMEOUT_S) -> Sighting:
+    """Wait for the next change of ``read()`` (a heartbeat reaching Nimbus); when and what it was."""
+    before = read()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        count = read()
+        if count != before:
+            return Sighting(time.time(), count)
+    raise DaemonError(f"no new stats on Nimbus in {timeout_s:.0f} s (count still {before})")
+
+
+def rate_over(read: Callable[[], int], window_s: float) -> Measured:
+    """Counts at two heartbeats about ``window_s`` apart, timed at their arrival on Nimbus."""
+    start = next_report(read)
+    time.sleep(max(0.0, start.at + window_s - time.time()))
+    return Measured(start, next_report(read))
+
+
+def healthz(url: str) -> str | None:
+    """The exporter's /healthz body, or None while it does not answer."""
+    try:
+        return requests.get(f"{url}/healthz", timeout=2).text
+    except requests.RequestException:
+        return None
+
+
+@contextlib.contextmanager
+def running_exporter(endpoints: StormEndpoints, log: Path, timeout_s: float = 30.0) -> Iterator[str]:
+    """``python -m stormscale.operator.exporter`` on a free loopback port; its URL. Stopped on exit."""
+    port = free_port()
+    argv = [sys.executable, "-m", "stormscale.operator.exporter"]
+    argv += ["--nimbus", f"{endpoints.host}:{endpoints.nimbus_port}", "--port", str(port)]
+    argv += ["--listen", "127.0.0.1", "--cache-seconds", "1"]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while healthz(url) is None:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise DaemonError(f"exporter never served /healthz:\n{log_tail(log)}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def write_samples(prometheus_url: str, topology: str, window: Window, out: Path) -> int:
+    """The sample reader's rows of ``topology`` over ``window`` written to ``out``; how many."""
+    rows = SampleReader(prometheus_url).read(topology, window)
+    write_parquet(rows, out)
+    return len(rows)
+
+
+def structure_document(nimbus: NimbusClient, name: str) -> dict[str, Any]:
+    """The aggregation's structure (docs/formats/samples.md) of running topology ``name``, from Nimbus."""
+    summary = nimbus.topology(name)
+    if summary is None:
+        raise DaemonError(f"topology {name} is not running")
+    graph = nimbus.structure(summary.id)
+    tasks = tasks_per_component(nimbus.topology_info(name))
+    components: list[dict[str, Any]] = []
+    for cid, spec in sorted(graph.components.items()):
+        kind = "spout" if spec.kind is Kind.SPOUT else "bolt"
+        component: dict[str, Any] = {"id": cid, "kind": kind, "children": list(graph.children(cid))}
+        if cid in tasks:  # absent until Nimbus has assigned the topology's executors
+            component["tasks"] = tasks[cid]
+        components.append(component)
+    return {"topology": name, "components": components}
+
+
+def write_structure(nimbus: NimbusClient, name: str, out: Path) -> Path:
+    """Write ``structure_document`` of ``name`` to ``out`` (JSON)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(structure_document(nimbus, name), indent=1) + "\n")
+    return out
+
+
+def sinks(document: dict[str, Any]) -> tuple[str, ...]:
+    """Ids of the components without children in a structure document."""
+    return tuple(c["id"] for c in document["components"] if not c["children"])
+
+
+def run_aggregation(samples: Path, structure: Path, out: Path, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """``python -m stormscale.spark`` on one samples file and one structure; the profile it wrote."""
+    argv = [sys.executable, "-m", "stormscale.spark", "--samples", str(samples)]
+    argv += ["--structure", str(structure), "--output", str(out), *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise DaemonError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    topology = json.loads(structure.read_text())["topology"]
+    profile: dict[str, Any] = json.loads((out / f"{topology}.json").read_text())
+    return profile
