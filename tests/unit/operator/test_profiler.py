@@ -1,0 +1,162 @@
+"""The in-operator profiler: samples (as the reader returns them) → the local aggregation → a profile.
+
+Samples come from :mod:`stormscale.spark.synthetic` generated from a known thesis profile; the fake
+sample source stands in for Prometheus (the reader itself is tested against a real Prometheus).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from stormscale.operator.adapters.profiler import PrometheusProfiler, sink_throughput, structure_of
+from stormscale.operator.metrics.samples import Sample, Window
+from stormscale.operator.ports import StaleMetricsError
+from stormscale.operator.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
+from stormscale.planner import FlowModel, Topology, load_profile, throughput
+from stormscale.spark import synthetic
+from stormscale.spark.aggregates import Aggregates, ComponentStats
+from stormscale.spark.structure import ComponentSpec as StructureComponent
+from stormscale.spark.structure import Structure, parse_structure
+
+PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
+DIAMOND = load_profile(PROFILES / "thesis-diamond.json")
+SCENARIO = synthetic.Scenario(name="diamond", duration_s=600, noise=0.01, seed=7)
+END_S = synthetic.EPOCH.timestamp() + SCENARIO.duration_s
+
+
+def rows_of(topology: Topology, scenario: synthetic.Scenario) -> list[Sample]:
+    out = []
+    for r in synthetic.generate(topology, scenario).to_pylist():
+        ts: datetime = r.pop("ts")
+        out.append(Sample(ts_ms=round(ts.timestamp() * 1000), **r))
+    return out
+
+
+@dataclass
+class FakeSamples:
+    """What Prometheus would answer; records the windows asked for."""
+
+    rows: list[Sample]
+    newest_s: float | None
+    windows: list[Window] = field(default_factory=list)
+
+    def read(self, topology: str, window: Window) -> list[Sample]:
+        self.windows.append(window)
+        return [
+            r
+            for r in self.rows
+            if r.topology == topology and window.start * 1000 <= r.ts_ms <= window.end * 1000
+        ]
+
+    def newest(self, topology: str) -> float | None:
+        return self.newest_s
+
+
+@dataclass(frozen=True)
+class FakeGraphs:
+    structure_doc: dict[str, object]
+
+    def structure(self, topology: str) -> Structure:
+        return parse_structure(self.structure_doc)
+
+
+def profiler(rows: list[Sample], newest_s: float | None = END_S, step_s: float = 10.0) -> PrometheusProfiler:
+    graphs = FakeGraphs(synthetic.structure(DIAMOND, SCENARIO))
+    return PrometheusProfiler(FakeSamples(rows, newest_s), graphs, step_s, 120.0, clock=lambda: END_S + 3)
+
+
+def test_measured_profile_recovers_the_generating_profile() -> None:
+    measured = profiler(rows_of(DIAMOND, SCENARIO)).profile("diamond", 300)
+    units = DIAMOND.units
+    assert [c.id for c in measured.topology.components] == [c.id for c in DIAMOND.components]
+    assert measured.topology.units == units
+    for model in FlowModel:
+        assert throughput(measured.topology, units, model) == pytest.approx(
+            throughput(DIAMOND, units, model), rel=0.02
+        )
+    expected = {c.id: c.capacity_per_unit for c in DIAMOND.components if c.capacity_per_unit}
+    assert {
+        c.id: c.capacity_per_unit for c in measured.topology.components if c.id in expected
+    } == pytest.approx(expected, rel=0.02)
+    # Observed throughput is what the sinks executed; the generator's sinks run at the model's rate.
+    assert measured.throughput == pytest.approx(throughput(DIAMOND, units, FlowModel.BACKPRESSURE), rel=0.02)
+    assert measured.age_s == pytest.approx(3.0)
+
+
+def test_window_ends_on_a_step_boundary_and_spans_the_policy_window() -> None:
+    source = FakeSamples(rows_of(DIAMOND, SCENARIO), END_S)
+    graphs = FakeGraphs(synthetic.structure(DIAMOND, SCENARIO))
+    PrometheusProfiler(source, graphs, 10.0, 120.0, clock=lambda: END_S + 7).profile("diamond", 300)
+    (window,) = source.windows
+    assert (window.end - window.start, window.step_s, window.end % 10) == (300, 10, 0)
+    assert END_S <= window.end <= END_S + 7
+
+
+def test_age_is_taken_from_the_newest_scrape_not_the_range_query() -> None:
+    measured = profiler(rows_of(DIAMOND, SCENARIO), newest_s=END_S - 400).profile("diamond", 300)
+    assert measured.age_s == pytest.approx(403.0)
+
+
+def test_no_samples_is_stale_not_a_guess() -> None:
+    with pytest.raises(StaleMetricsError, match="no samples of topology 'diamond'"):
+        profiler([]).profile("diamond", 300)
+
+
+def test_too_few_steady_intervals_after_a_rebalance_is_stale() -> None:
+    rebalanced = synthetic.Scenario(
+        name="diamond", duration_s=600, rebalance_at_s=540, units_after={"2": 2}, noise=0.01, seed=7
+    )
+    with pytest.raises(StaleMetricsError, match="steady intervals"):
+        profiler(rows_of(DIAMOND, rebalanced)).profile("diamond", 300)
+
+
+def test_unsteady_rates_are_refused() -> None:
+    noisy = synthetic.Scenario(name="diamond", duration_s=600, noise=0.6, seed=7)
+    with pytest.raises(StaleMetricsError, match="not steady"):
+        profiler(rows_of(DIAMOND, noisy)).profile("diamond", 300)
+
+
+def test_structure_of_storm_graph_lists_children_and_tasks() -> None:
+    def spec(cid: str, kind: Kind, inputs: tuple[str, ...]) -> ComponentSpec:
+        return ComponentSpec(cid, kind, {StreamId(p, "default"): "shuffle" for p in inputs}, ("default",), 1)
+
+    graph = TopologyStructure(
+        {
+            "1": spec("1", Kind.SPOUT, ()),
+            "2": spec("2", Kind.BOLT, ("1",)),
+            "3": spec("3", Kind.BOLT, ("1", "2")),
+        }
+    )
+    structure = structure_of("t", graph, {"1": 2, "2": 4, "3": 4})
+    assert structure == Structure(
+        "t",
+        (
+            StructureComponent("1", "spout", ("2", "3"), 2),
+            StructureComponent("2", "bolt", ("3",), 4),
+            StructureComponent("3", "bolt", (), 4),
+        ),
+    )
+
+
+def test_sink_throughput_sums_sinks_only() -> None:
+    structure = Structure(
+        "t",
+        (
+            StructureComponent("1", "spout", ("2", "3"), 1),
+            StructureComponent("2", "bolt", (), 1),
+            StructureComponent("3", "bolt", (), 1),
+        ),
+    )
+
+    def stats(cid: str, rate: float) -> ComponentStats:
+        values = dict.fromkeys(ComponentStats.__dataclass_fields__)
+        return ComponentStats(**{**values, "topology": "t", "component": cid, "executed_rate": rate})  # type: ignore[arg-type]
+
+    aggregates = Aggregates(
+        {}, {"t": {"1": stats("1", 999.0), "2": stats("2", 10.0), "3": stats("3", 5.5)}}, {}
+    )
+    assert sink_throughput(structure, aggregates) == 15.5
