@@ -70,7 +70,7 @@ def build_profile(
                 f"topology {structure.topology!r}: component {spec.id!r} has no samples in the steady window"
             )
         entry = _component(structure=structure, spec=spec, stats=stats, rates=rates, notes=notes)
-        stable = stats.rate_cv is None or stats.rate_cv <= params.max_cv
+        stable = _throttled_source(entry) or stats.rate_cv is None or stats.rate_cv <= params.max_cv
         entry["confidence"]["stable"] = stable
         if not stable:
             unstable.append(spec.id)
@@ -97,6 +97,17 @@ def build_profile(
         notes.add(f"rates vary more than cv {params.max_cv} in {', '.join(unstable)}: not a steady state")
     parse_profile(document)  # the planner's own validation: a profile we write, it can read
     return document
+
+
+def _throttled_source(entry: Mapping[str, Any]) -> bool:
+    """A spout whose demand is its offered counter and that backpressure throttles.
+
+    Storm 2.x backpressure stops and restarts such a spout, so its emitted rate swings from interval
+    to interval by design; its demand is the offered counter's rate over the whole window, which
+    those swings do not change. Its rate spread therefore does not make the window unsteady.
+    """
+    output = entry["confidence"].get("outputPerUnit") or {}
+    return entry["kind"] == "spout" and output.get("source") == "offered" and bool(output.get("throttled"))
 
 
 def _units(spec: ComponentSpec, stats: ComponentStats) -> tuple[int, str]:
