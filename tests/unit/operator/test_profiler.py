@@ -160,3 +160,14 @@ def test_sink_throughput_sums_sinks_only() -> None:
         {}, {"t": {"1": stats("1", 999.0), "2": stats("2", 10.0), "3": stats("3", 5.5)}}, {}
     )
     assert sink_throughput(structure, aggregates) == 15.5
+
+
+def test_a_profile_through_which_nothing_flows_is_refused() -> None:
+    frozen = [r for r in rows_of(DIAMOND, SCENARIO) if not (r.component == "1" and r.metric != "executors")]
+    spout_stuck = frozen + [
+        Sample(r.ts_ms, r.topology, r.component, r.executor, r.metric, r.stream, r.source, 14.0)
+        for r in rows_of(DIAMOND, SCENARIO)
+        if r.component == "1" and r.metric in ("emitted_total", "offered_total", "transferred_total")
+    ]
+    with pytest.raises(StaleMetricsError, match="no flow"):
+        profiler(spout_stuck).profile("diamond", 300)

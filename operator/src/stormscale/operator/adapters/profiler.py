@@ -4,7 +4,8 @@ The samples are the exporter's series read by :class:`~stormscale.operator.metri
 (the same rows ``stormscale-samples`` writes to Parquet); the profile is built by the aggregation's
 single-process engine (:mod:`stormscale.spark.local`, the same estimators and formulas as the Spark
 job, without PySpark). The topology's graph comes from Nimbus (``getUserTopology``), its tasks from the
-running topology. Nothing is guessed: no samples, too few steady intervals or an unsteady window raise
+running topology. Nothing is guessed: no samples, too few steady intervals, an unsteady window or a
+profile through which nothing flows (e.g. a spout whose stats froze while a bolt works off a backlog) raise
 :class:`~stormscale.operator.ports.StaleMetricsError`, which reconcile turns into ``Degraded`` and no action.
 """
 
@@ -23,7 +24,7 @@ from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetric
 from stormscale.operator.storm import NimbusClient, NimbusError
 from stormscale.operator.storm.model import Kind, TopologyStructure
 from stormscale.operator.storm.stats import tasks_per_component
-from stormscale.planner import ProfileError, parse_profile
+from stormscale.planner import FlowModel, ProfileError, parse_profile, throughput
 from stormscale.spark import local
 from stormscale.spark.aggregates import Aggregates
 from stormscale.spark.params import Params
@@ -113,6 +114,10 @@ class PrometheusProfiler:
             model = parse_profile(document)
         except ProfileError as err:  # the builder validates already; kept as a guard
             raise StaleMetricsError(f"measured profile is invalid: {err}") from None
+        if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
+            idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
+            message = f"the measured profile carries no flow (spouts without output: {idle or 'none'})"
+            raise StaleMetricsError(message)
         newest = self.samples.newest(topology)
         age = window_s if newest is None else max(0.0, now - newest)
         return MeasuredProfile(model, sink_throughput(structure, aggregates), age)
