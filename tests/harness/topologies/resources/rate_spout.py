@@ -5,7 +5,11 @@ Storm stops calling ``next`` (backpressure, deactivation) the backlog grows; bey
 seconds of it the excess is dropped and counted, as a real source without a buffer would. Emits are
 unanchored and ask for no task ids (one message per tuple, no round trip).
 
-Usage (Flux command): python3 rate_spout.py --rate 100 [--streams to2=0.5,to3=0.5]
+With ``--payload-bytes N`` each tuple's one value is the sequence number followed by N bytes of
+padding (bolts pass values on): a multilang process's stdin pipe then holds a few tuples, not
+hundreds, so a bolt's ``execute`` blocks on its real pace from the start.
+
+Usage (Flux command): python3 rate_spout.py --rate 100 [--streams to2=0.5,to3=0.5] [--payload-bytes 0]
 """
 
 import sys
@@ -20,6 +24,7 @@ class RateSpout(storm.Spout):
         argv = sys.argv[1:]
         self.rate = float(option(argv, "--rate", "10")) / task_count(context)
         self.batch = int(option(argv, "--batch", "100"))
+        self.padding = ":" + "x" * int(option(argv, "--payload-bytes", "0"))
         self.backlog_max = max(1, int(self.rate * float(option(argv, "--backlog-s", "1"))))
         self.chooser = StreamChooser(parse_streams(option(argv, "--streams", "")))
         self.metrics = Metrics(task_labels(conf, context))
@@ -41,13 +46,16 @@ class RateSpout(storm.Spout):
             backlog = self.backlog_max
         return min(backlog, self.batch)
 
+    def value(self):
+        return self.seq if len(self.padding) == 1 else str(self.seq) + self.padding
+
     def nextTuple(self):  # noqa: N802 (storm.py's name)
         count = self.due()
         for _ in range(count):
             stream = self.chooser.next()
             self.seq += 1
             storm.sendMsgToParent(
-                {"command": "emit", "stream": stream, "tuple": [self.seq], "need_task_ids": False}
+                {"command": "emit", "stream": stream, "tuple": [self.value()], "need_task_ids": False}
             )
             self.metrics.inc("stormscale_tuples_emitted_total", stream=stream)
         self.sent += count
