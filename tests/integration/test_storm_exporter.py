@@ -171,6 +171,14 @@ def test_exporter_counters_and_gauges_equal_storms_own_numbers(
                 continue  # spouts execute nothing
             low, high = float(getattr(p0[c], field)), float(getattr(s, field))
             assert low <= seen[c] <= high, f"{family} of {c}: {seen[c]} outside [{low}, {high}]"
+    # busy seconds = Σ executed × mean execute latency over all time; one executor per bolt here, so the
+    # page's all-time executed count times its (count-weighted) latency is the same product
+    busy = per_component(fams[n.BUSY])
+    assert set(busy) == {"2", "3", "4"}, "bolts only"
+    for c in busy:
+        low = p0[c].executed * p0[c].execute_latency_ms / 1000
+        high = storm[c].executed * storm[c].execute_latency_ms / 1000
+        assert low * 0.999 - 0.002 <= busy[c] <= high * 1.001 + 0.002, f"busy of {c}: {busy[c]}"
     assert per_component(fams[n.EXECUTORS]) == {c: float(s.executors) for c, s in storm.items()}
     assert per_component(fams[n.TASKS]) == {"1": 2.0, "2": 3.0, "3": 3.0, "4": 3.0}
     assert fams[n.WORKERS] == {(f"topology={NAME}",): 1.0}
@@ -263,6 +271,7 @@ def test_sample_reader_writes_exactly_the_samples_prometheus_returns(
     assert {r["metric"] for r in table.to_pylist()} >= {
         "emitted_total",
         "executed_total",
+        "busy_seconds_total",
         "offered_total",
         "capacity",
         "executors",

@@ -6,6 +6,8 @@ from prometheus_client.core import Metric
 
 from stormscale.operator.exporter import names as n
 from stormscale.operator.exporter.families import TopologyReport, storm_families
+from stormscale.operator.storm import decode
+from stormscale.operator.storm.idl import NIMBUS
 from stormscale.operator.storm.model import (
     ALL_TIME,
     TEN_MINUTES,
@@ -16,6 +18,8 @@ from stormscale.operator.storm.model import (
     TopologySummary,
     WindowStats,
 )
+from stormscale.operator.storm.stats import busy_seconds
+from tests.unit.operator.test_storm_pure import wire
 
 IN = StreamId("s", "default")
 SPOUT = Executor(
@@ -57,7 +61,7 @@ def samples(families: list[Metric], name: str) -> dict[tuple[tuple[str, str], ..
 def test_counters_are_counters_with_total_names() -> None:
     families = storm_families((REPORT,))
     kinds = {f.name: f.type for f in families}
-    for name in (n.EMITTED, n.TRANSFERRED, n.EXECUTED, n.ACKED, n.FAILED):
+    for name in (n.EMITTED, n.TRANSFERRED, n.EXECUTED, n.ACKED, n.FAILED, n.BUSY):
         assert kinds[name.removesuffix("_total")] == "counter"
     for name in (n.CAPACITY, n.EXECUTE_LATENCY, n.PROCESS_LATENCY, n.EXECUTORS, n.TASKS, n.WORKERS):
         assert kinds[name] == "gauge"
@@ -101,3 +105,56 @@ def test_gauges_per_bolt_executor_component_and_topology() -> None:
 
 def test_no_topologies_gives_empty_families() -> None:
     assert all(not f.samples for f in storm_families(()))
+
+
+def decoded_report(executed: int, latency_ms: float, uptime_s: int = 100) -> TopologyReport:
+    """A report whose bolt executor went through the Thrift wire and the decoder, as from Nimbus.
+
+    The bolt executed ``executed`` tuples from "s" (mean latency ``latency_ms``) and 40 tick tuples
+    (0.25 ms) over all time; its 10-minute window says something else on purpose.
+    """
+    data = NIMBUS.GlobalStreamId(componentId="s", streamId="default")
+    tick = NIMBUS.GlobalStreamId(componentId="__system", streamId="__tick")
+    stats = NIMBUS.BoltStats(
+        acked={ALL_TIME: {data: executed}},
+        failed={ALL_TIME: {data: 0}},
+        process_ms_avg={ALL_TIME: {data: latency_ms}, TEN_MINUTES: {data: 1.0}},
+        executed={ALL_TIME: {data: executed, tick: 40}, TEN_MINUTES: {data: 20}},
+        execute_ms_avg={ALL_TIME: {data: latency_ms, tick: 0.25}, TEN_MINUTES: {data: 1.0}},
+    )
+    executor_stats = NIMBUS.ExecutorStats(
+        emitted={ALL_TIME: {}},
+        transferred={ALL_TIME: {}},
+        specific=NIMBUS.ExecutorSpecificStats(bolt=stats),
+        rate=20.0,
+    )
+    summary = NIMBUS.ExecutorSummary(NIMBUS.ExecutorInfo(3, 3), "b", "h", 6700, uptime_s, executor_stats)
+    raw = NIMBUS.TopologyInfo(
+        id="t-1-1", name="t", uptime_secs=uptime_s, executors=[summary], status="ACTIVE"
+    )
+    return TopologyReport(
+        TopologySummary("t-1-1", "t", "ACTIVE", 1, 1, 1, uptime_s), decode.topology_info(wire(raw))
+    )
+
+
+def test_busy_seconds_are_all_time_executed_times_latency_over_every_input_stream() -> None:
+    # 1 000 tuples at 7.3 ms and 40 ticks at 0.25 ms: 7 300 + 10 ms = 7.31 s (the 10-minute window differs)
+    families = storm_families((decoded_report(1_000, 7.3),))
+    bolt = (("component", "b"), ("executor", "[3-3]"), ("topology", "t"))
+    assert samples(families, n.BUSY) == {bolt: 7.31}
+    assert samples(families, n.CAPACITY) == {bolt: 20 * 1.0 / 100_000}  # the gauge reads the "600" window
+    assert samples(storm_families((REPORT,)), n.BUSY) == {bolt: 0.0}  # no all-time latency: no busy time
+
+
+def test_busy_seconds_do_not_step_back_on_floating_point_noise() -> None:
+    # 10 sampled tuples (×20) took 3 ms in all; then one more took 0 ms. The busy time is 60 ms both
+    # times, but the raw products are 60.0 and 59.999…: a counter reader would see a reset.
+    before = WindowStats(executed={IN: 200}, execute_ms_avg={IN: 3 / 10})
+    after = WindowStats(executed={IN: 220}, execute_ms_avg={IN: 3 / 11})
+    assert 220 * (3 / 11) < 200 * (3 / 10)
+    assert busy_seconds(before) == busy_seconds(after) == 0.06
+
+
+def test_spouts_have_no_busy_seconds() -> None:
+    families = storm_families((REPORT,))
+    assert {dict(k)["component"] for k in samples(families, n.BUSY)} == {"b"}

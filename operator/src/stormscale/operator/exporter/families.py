@@ -11,6 +11,7 @@ from stormscale.operator.exporter import names as n
 from stormscale.operator.storm.model import ALL_TIME, Executor, Kind, TopologyInfo, TopologySummary, is_system
 from stormscale.operator.storm.stats import (
     execute_latency_ms,
+    executor_busy_seconds,
     executor_capacity,
     executors_per_component,
     process_latency_ms,
@@ -35,6 +36,7 @@ class Families:
     executed: CounterMetricFamily
     acked: CounterMetricFamily
     failed: CounterMetricFamily
+    busy: CounterMetricFamily
     capacity: GaugeMetricFamily
     execute_latency: GaugeMetricFamily
     process_latency: GaugeMetricFamily
@@ -59,6 +61,11 @@ class Families:
             ),
             acked=CounterMetricFamily(n.ACKED, "Tuples acked", labels=n.EXECUTOR_LABELS),
             failed=CounterMetricFamily(n.FAILED, "Tuples failed", labels=n.EXECUTOR_LABELS),
+            busy=CounterMetricFamily(
+                n.BUSY,
+                "Seconds spent executing tuples (all-time executed × mean execute latency)",
+                labels=n.EXECUTOR_LABELS,
+            ),
             capacity=GaugeMetricFamily(n.CAPACITY, "Busy fraction over 10 minutes", labels=n.EXECUTOR_LABELS),
             execute_latency=GaugeMetricFamily(
                 n.EXECUTE_LATENCY, "Mean execute latency over 10 minutes", labels=n.EXECUTOR_LABELS
@@ -72,7 +79,7 @@ class Families:
         )
 
     def add_executor(self, topology: str, e: Executor) -> None:
-        """Counters of every executor; capacity and latencies of bolt executors."""
+        """Counters of every executor; busy seconds, capacity and latencies of bolt executors."""
         ids = [topology, e.component, e.id]
         stats = e.window(ALL_TIME)
         for stream, count in sorted(stats.emitted.items()):
@@ -89,6 +96,7 @@ class Families:
         self.acked.add_metric(ids, stats.acked)
         self.failed.add_metric(ids, stats.failed)
         if e.kind is Kind.BOLT:
+            self.busy.add_metric(ids, executor_busy_seconds(e))
             self.capacity.add_metric(ids, executor_capacity(e))
             self.execute_latency.add_metric(ids, execute_latency_ms(e))
             self.process_latency.add_metric(ids, process_latency_ms(e))

@@ -12,6 +12,7 @@ TRANSFERRED = "storm_component_transferred_total"
 EXECUTED = "storm_component_executed_total"
 ACKED = "storm_component_acked_total"
 FAILED = "storm_component_failed_total"
+BUSY = "storm_component_busy_seconds_total"
 # Gauges
 CAPACITY = "storm_component_capacity"
 EXECUTE_LATENCY = "storm_component_execute_latency_ms"

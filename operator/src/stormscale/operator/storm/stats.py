@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from stormscale.operator.storm.errors import RequestRejectedError
 from stormscale.operator.storm.model import (
+    ALL_TIME,
     TEN_MINUTES,
     Executor,
     RebalanceRequest,
@@ -33,6 +34,25 @@ def capacity(stats: WindowStats, uptime_s: int) -> float:
         return 0.0
     busy_ms = sum(stats.executed.get(s, 0) * m for s, m in stats.execute_ms_avg.items())
     return busy_ms / window_ms
+
+
+def busy_seconds(stats: WindowStats) -> float:
+    """Time spent executing tuples over a window, in seconds, to the millisecond::
+
+        busy_s = round(Σ_s executed_s · execute_ms_avg_s) / 1000
+
+    Storm records whole-millisecond latencies and counts sampled tuples ``1/sample_rate`` times, so
+    the product is (rate × Σ latencies): a number of milliseconds that only grows. Rounding to whole
+    milliseconds removes the floating-point noise that could make it step back, which a counter
+    reader would take for a reset.
+    """
+    busy_ms = sum(stats.executed.get(s, 0) * m for s, m in stats.execute_ms_avg.items())
+    return round(busy_ms) / 1000.0
+
+
+def executor_busy_seconds(executor: Executor) -> float:
+    """All-time busy seconds of one bolt executor: a counter that restarts at 0 with the executor."""
+    return busy_seconds(executor.window(ALL_TIME))
 
 
 def executor_capacity(executor: Executor) -> float:
