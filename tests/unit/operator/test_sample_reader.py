@@ -23,6 +23,7 @@ from stormscale.operator.metrics.samples import (
 EXECUTED = next(q for q in QUERIES if q.metric == "executed_total")
 SCHEMA_METRICS = {
     "emitted_total", "transferred_total", "executed_total", "acked_total", "failed_total", "offered_total",
+    "busy_seconds_total",
     "capacity", "execute_latency_ms", "process_latency_ms", "executors", "tasks", "workers",
 }  # fmt: skip
 
@@ -41,6 +42,16 @@ def test_queries_aggregate_by_exactly_the_schema_labels() -> None:
         offered.promql("lin")
         == 'sum by (topology, component) (stormscale_spout_offered_total{topology="lin"})'
     )
+
+
+def test_busy_seconds_are_read_per_executor_like_the_other_counters() -> None:
+    busy = next(q for q in QUERIES if q.metric == "busy_seconds_total")
+    assert busy.promql("lin") == (
+        'max by (topology, component, executor) (storm_component_busy_seconds_total{topology="lin"})'
+    )
+    labels = {"topology": "lin", "component": "b", "executor": "[2-2]"}
+    rows = samples_from_result(busy, [{"metric": labels, "values": [[1700000000, "12.5"]]}])
+    assert rows == [Sample(1_700_000_000_000, "lin", "b", "[2-2]", "busy_seconds_total", "", "", 12.5)]
 
 
 def test_topology_names_are_escaped() -> None:

@@ -41,6 +41,7 @@ QUERIES = (
     SeriesQuery("executed_total", n.EXECUTED, (*PER_EXECUTOR, "source", "stream")),
     SeriesQuery("acked_total", n.ACKED, PER_EXECUTOR),
     SeriesQuery("failed_total", n.FAILED, PER_EXECUTOR),
+    SeriesQuery("busy_seconds_total", n.BUSY, PER_EXECUTOR),
     SeriesQuery("offered_total", n.SPOUT_OFFERED, PER_COMPONENT, aggregation="sum"),
     SeriesQuery("capacity", n.CAPACITY, PER_EXECUTOR),
     SeriesQuery("execute_latency_ms", n.EXECUTE_LATENCY, PER_EXECUTOR),
