@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from stormscale.planner import parse_profile
-from stormscale.spark.aggregates import ComponentStats, EdgeStats, WindowStats
+from stormscale.spark.aggregates import BUSY_COUNTER, BUSY_GAUGE, ComponentStats, EdgeStats, WindowStats
 from stormscale.spark.params import Params
 from stormscale.spark.profile import build_profile
 from stormscale.spark.structure import parse_structure
@@ -36,7 +36,7 @@ BASE = ComponentStats(
     1000.0,
     None,
     None,
-    False,
+    BUSY_GAUGE,
     60,
     0.01,
     0,
@@ -59,7 +59,7 @@ def bolt(cid: str, rate: float) -> ComponentStats:
         offered_rate=None,
         busy_max=0.5,
         busy_mean=0.5,
-        busy_from_latency=True,
+        busy_source=BUSY_COUNTER,
     )
 
 

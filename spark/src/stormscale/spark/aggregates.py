@@ -14,6 +14,12 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: Where a busy fraction came from, best first: the busy-seconds counter (exact over any interval),
+#: the execute-latency gauge (Storm's 10-minute mean, which lags a start or a rebalance) or Storm's
+#: 10-minute capacity gauge. A component records the worst source any of its intervals used.
+BUSY_COUNTER, BUSY_LATENCY, BUSY_GAUGE = 2, 1, 0
+BUSY_SOURCES = {BUSY_COUNTER: "busy-counter", BUSY_LATENCY: "execute-latency", BUSY_GAUGE: "capacity-gauge"}
+
 
 @dataclass(frozen=True, slots=True)
 class WindowStats:
@@ -49,7 +55,7 @@ class ComponentStats:
     offered_rate: float | None
     busy_max: float | None
     busy_mean: float | None
-    busy_from_latency: bool
+    busy_source: int
     rate_n: int
     rate_cv: float | None
     selectivity_n: int

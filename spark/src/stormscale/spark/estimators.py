@@ -20,7 +20,9 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
 from stormscale.spark import formulas
+from stormscale.spark.aggregates import BUSY_COUNTER, BUSY_GAUGE, BUSY_LATENCY
 from stormscale.spark.schema import (
+    BUSY,
     CAPACITY,
     COUNTERS,
     EMITTED,
@@ -125,6 +127,7 @@ def source_intervals(
         total(metric == EXECUTED).alias("executed"),
         total((metric == EMITTED) & data_stream).alias("emitted"),
         total(metric == OFFERED).alias("offered"),
+        total(metric == BUSY).alias("busy_s"),
         gauge(EXECUTE_LATENCY).alias("latency_ms"),
         gauge(CAPACITY).alias("capacity"),
         gauge(EXECUTORS).alias("executors"),
@@ -163,21 +166,27 @@ def steady(intervals: DataFrame, windows: DataFrame) -> DataFrame:
 
 
 def executor_intervals(steady_rows: DataFrame) -> DataFrame:
-    """One row per executor and interval (sources summed), with its busy fraction.
+    """One row per executor and interval (sources summed), with its busy fraction and its source.
 
-    ``busy`` is ``formulas.busy_fraction`` when the execute latency is known, else Storm's
-    ``capacity`` gauge (which averages the last 10 minutes, so it reacts late).
+    ``busy`` is ``formulas.busy_from_counter`` where the busy-seconds counter has an increase, else
+    ``formulas.busy_fraction`` where the execute latency is known, else Storm's ``capacity`` gauge
+    (the last two average the last 10 minutes, so they react late); ``busy_source`` says which
+    (:data:`~stormscale.spark.aggregates.BUSY_SOURCES`).
     """
     grouped = steady_rows.groupBy(*COMPONENT, "executor", "ts").agg(
         F.max("dt").alias("dt"),
-        *(F.sum(c).alias(c) for c in ("executed", "emitted", "offered")),
+        *(F.sum(c).alias(c) for c in ("executed", "emitted", "offered", "busy_s")),
         *(F.max(c).alias(c) for c in ("latency_ms", "capacity", "executors", "tasks")),
     )
+    from_counter = F.col("busy_s").isNotNull()
     from_latency = F.col("latency_ms").isNotNull() & F.col("executed").isNotNull()
-    busy = formulas.busy_fraction(F.col("executed"), F.col("latency_ms"), F.col("dt"))
-    return grouped.withColumn("busy", F.when(from_latency, busy).otherwise(F.col("capacity"))).withColumn(
-        "from_latency", from_latency
+    busy = (
+        F.when(from_counter, formulas.busy_from_counter(F.col("busy_s"), F.col("dt")))
+        .when(from_latency, formulas.busy_fraction(F.col("executed"), F.col("latency_ms"), F.col("dt")))
+        .otherwise(F.col("capacity"))
     )
+    source = F.when(from_counter, BUSY_COUNTER).when(from_latency, BUSY_LATENCY).otherwise(BUSY_GAUGE)
+    return grouped.withColumn("busy", busy).withColumn("busy_source", source)
 
 
 def executor_window(intervals: DataFrame) -> DataFrame:
@@ -189,7 +198,7 @@ def executor_window(intervals: DataFrame) -> DataFrame:
         formulas.rate(F.sum("emitted"), seconds).alias("emitted_rate"),
         formulas.rate(F.sum("offered"), seconds).alias("offered_rate"),
         (F.sum(F.col("busy") * F.col("dt")) / F.sum(with_busy)).alias("busy"),
-        F.min(F.when(F.col("busy").isNotNull(), F.col("from_latency"))).alias("from_latency"),
+        F.min(F.when(F.col("busy").isNotNull(), F.col("busy_source"))).alias("busy_source"),
         # constant in the steady window: a change of the executors gauge would have moved its start
         F.max("executors").alias("units"),
         F.max("tasks").alias("tasks"),
@@ -210,7 +219,7 @@ def component_window(executors: DataFrame) -> DataFrame:
         F.sum("offered_rate").alias("offered_rate"),
         F.max("busy").alias("busy_max"),
         F.avg("busy").alias("busy_mean"),
-        F.coalesce(F.min("from_latency"), F.lit(False)).alias("busy_from_latency"),
+        F.coalesce(F.min("busy_source"), F.lit(BUSY_GAUGE)).alias("busy_source"),
     )
 
 

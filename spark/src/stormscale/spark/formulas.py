@@ -31,10 +31,23 @@ def rate(increase: X, seconds: X) -> X:
     return increase / seconds  # type: ignore[operator, no-any-return]
 
 
+def busy_from_counter(busy_seconds: X, seconds: X) -> X:
+    """Busy fraction of one executor over an interval from its busy-time counter::
+
+    b = Δbusy_seconds / dt
+
+    ``Δbusy_seconds`` is the counter's increase (:func:`counter_increase`), so it covers exactly the
+    interval, however long ago the executor started.
+    """
+    return busy_seconds / seconds  # type: ignore[operator, no-any-return]
+
+
 def busy_fraction(executed: X, latency_ms: X, seconds: X) -> X:
     """Busy fraction of one executor over an interval (Storm's ``capacity``, over our own window)::
 
     b = Δexecuted · execute_latency_ms / 1000 / dt
+
+    The fallback without a busy-time counter: the latency is Storm's 10-minute mean, not the interval's.
     """
     return executed * latency_ms / 1000.0 / seconds  # type: ignore[operator, no-any-return]
 

@@ -19,10 +19,20 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from stormscale.spark import formulas
-from stormscale.spark.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats, from_row
+from stormscale.spark.aggregates import (
+    BUSY_COUNTER,
+    BUSY_GAUGE,
+    BUSY_LATENCY,
+    Aggregates,
+    ComponentStats,
+    EdgeStats,
+    WindowStats,
+    from_row,
+)
 from stormscale.spark.params import Params
 from stormscale.spark.profile import profiles
 from stormscale.spark.schema import (
+    BUSY,
     CAPACITY,
     COUNTERS,
     EMITTED,
@@ -181,6 +191,7 @@ def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
     columns["executed"] = _nullable(inc, m == code(EXECUTED))
     columns["emitted"] = _nullable(inc, (m == code(EMITTED)) & data)
     columns["offered"] = _nullable(inc, m == code(OFFERED))
+    columns["busy_s"] = _nullable(inc, m == code(BUSY))
     gauges = (
         ("latency_ms", EXECUTE_LATENCY),
         ("capacity", CAPACITY),
@@ -192,7 +203,7 @@ def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
     columns["change"] = change.astype(np.int64)
     columns["dup"] = (stepped.dt == 0).astype(np.int64)
     aggs = [("start", "min", "start"), ("dt", "max", "dt")]
-    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered")]
+    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered", "busy_s")]
     aggs += [(n, "max", n) for n, _ in gauges]
     aggs += [("change", "max", "change"), ("dup", "sum", "duplicates")]
     return _group(columns, ["topology", "component", "executor", "source", "ts"], aggs)
@@ -221,17 +232,22 @@ def steady(intervals: pa.Table, windows: pa.Table) -> pa.Table:
 
 def executor_intervals(steady_rows: pa.Table) -> pa.Table:
     """See :func:`stormscale.spark.estimators.executor_intervals`."""
-    names = ("dt", "executed", "emitted", "offered", "latency_ms", "capacity", "executors", "tasks")
-    columns = {k: steady_rows[k] for k in ("topology", "component", "executor", "ts", *names)}
-    aggs = [("dt", "max", "dt")] + [(n, "sum", n) for n in ("executed", "emitted", "offered")]
-    aggs += [(n, "max", n) for n in ("latency_ms", "capacity", "executors", "tasks")]
+    sums = ("executed", "emitted", "offered", "busy_s")
+    gauges = ("latency_ms", "capacity", "executors", "tasks")
+    columns = {k: steady_rows[k] for k in ("topology", "component", "executor", "ts", "dt", *sums, *gauges)}
+    aggs = [("dt", "max", "dt")] + [(n, "sum", n) for n in sums] + [(n, "max", n) for n in gauges]
     out = _group(columns, ["topology", "component", "executor", "ts"], aggs)
+    dt, busy_s = _np(out, "dt"), _np(out, "busy_s")
     executed, latency = _np(out, "executed"), _np(out, "latency_ms")
+    from_counter = np.isfinite(busy_s)
     from_latency = np.isfinite(executed) & np.isfinite(latency)
     busy = np.where(
-        from_latency, formulas.busy_fraction(executed, latency, _np(out, "dt")), _np(out, "capacity")
+        from_counter,
+        formulas.busy_from_counter(busy_s, dt),
+        np.where(from_latency, formulas.busy_fraction(executed, latency, dt), _np(out, "capacity")),
     )
-    return out.append_column("busy", _nullable(busy)).append_column("from_latency", pa.array(from_latency))
+    source = np.where(from_counter, BUSY_COUNTER, np.where(from_latency, BUSY_LATENCY, BUSY_GAUGE))
+    return out.append_column("busy", _nullable(busy)).append_column("busy_source", pa.array(source))
 
 
 def _safe_div(a: F64, b: F64) -> F64:
@@ -249,8 +265,8 @@ def executor_window(intervals: pa.Table) -> pa.Table:
     }
     columns["busy_dt"] = _nullable(busy * dt)
     columns["dt_busy"] = _nullable(dt, np.isfinite(busy))
-    columns["from_latency"] = _nullable(
-        intervals["from_latency"].to_numpy(zero_copy_only=False).astype(np.float64), np.isfinite(busy)
+    columns["busy_source"] = _nullable(
+        intervals["busy_source"].to_numpy(zero_copy_only=False).astype(np.float64), np.isfinite(busy)
     )
     columns["executors"], columns["tasks"] = intervals["executors"], intervals["tasks"]
     sums = [(n, "sum", n) for n in ("executed", "emitted", "offered", "dt", "busy_dt", "dt_busy")]
@@ -259,7 +275,7 @@ def executor_window(intervals: pa.Table) -> pa.Table:
         ["topology", "component", "executor"],
         [
             *sums,
-            ("from_latency", "min", "from_latency"),
+            ("busy_source", "min", "busy_source"),
             ("executors", "max", "units"),
             ("tasks", "max", "tasks"),
         ],
@@ -270,7 +286,7 @@ def executor_window(intervals: pa.Table) -> pa.Table:
     }
     busy_w = _safe_div(_np(out, "busy_dt"), _np(out, "dt_busy"))
     result = pa.table(
-        {k: out[k] for k in ("topology", "component", "executor", "units", "tasks", "from_latency")} | rates
+        {k: out[k] for k in ("topology", "component", "executor", "units", "tasks", "busy_source")} | rates
     )
     return result.append_column("busy", _nullable(busy_w))
 
@@ -286,7 +302,7 @@ def component_window(executors: pa.Table, empty_executor: int) -> pa.Table:
     aggs += [
         ("busy", "max", "busy_max"),
         ("busy", "mean", "busy_mean"),
-        ("from_latency", "min", "busy_from_latency"),
+        ("busy_source", "min", "busy_source"),
     ]
     return _group(columns, ["topology", "component"], aggs)
 
@@ -430,7 +446,8 @@ def aggregate(table: pa.Table, params: Params) -> Aggregates:
     for r in window.to_pylist():
         name, comp = names["topology"][r["topology"]], names["component"][r["component"]]
         row = r | spreads.get((r["topology"], r["component"]), {}) | {"topology": name, "component": comp}
-        row["busy_from_latency"] = bool(row["busy_from_latency"])
+        source = row["busy_source"]  # null: no executor had a busy fraction, as Spark's coalesce
+        row["busy_source"] = BUSY_GAUGE if source is None else round(source)
         row = {
             **{
                 f"{n}_{s}": (0 if s == "n" else None)

@@ -17,7 +17,14 @@ from typing import Any
 
 from stormscale.planner import parse_profile
 from stormscale.spark import formulas
-from stormscale.spark.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats
+from stormscale.spark.aggregates import (
+    BUSY_COUNTER,
+    BUSY_SOURCES,
+    Aggregates,
+    ComponentStats,
+    EdgeStats,
+    WindowStats,
+)
 from stormscale.spark.params import Params
 from stormscale.spark.schema import AggregationError
 from stormscale.spark.structure import ComponentSpec, Structure
@@ -168,6 +175,11 @@ def _component(
         scale = _spout(where=where, stats=stats, units=units, entry=entry, conf=confidence, notes=notes)
     else:
         scale = _bolt(where=where, spec=spec, stats=stats, units=units, entry=entry, conf=confidence)
+        if stats.busy_source != BUSY_COUNTER:
+            notes.add(
+                f"{spec.id}: busy time not from busy_seconds_total in every interval but from the "
+                f"{BUSY_SOURCES[stats.busy_source]}, a 10-minute mean that lags a start or a rebalance"
+            )
     scale, fractions, fanout = formulas.fold_fanout(scale, fractions, FANOUT_NOISE)
     if fanout > 1.0 + FANOUT_NOISE:
         confidence["fanout"] = _num(fanout)
@@ -230,7 +242,7 @@ def _bolt(
     skew = stats.busy_max / stats.busy_mean if stats.busy_mean else None
     conf["capacityPerUnit"] = {
         **_spread(stats.capacity_n, stats.capacity_cv),
-        "source": "busy-time" if stats.busy_from_latency else "capacity-gauge",
+        "source": BUSY_SOURCES[stats.busy_source],
         "busiest": _num(stats.busy_max, 4),
         "skew": _num(skew, 4),
     }

@@ -32,6 +32,7 @@ TRANSFERRED = "transferred_total"
 EXECUTED = "executed_total"
 ACKED = "acked_total"
 FAILED = "failed_total"
+BUSY = "busy_seconds_total"
 OFFERED = "offered_total"
 CAPACITY = "capacity"
 EXECUTE_LATENCY = "execute_latency_ms"
@@ -40,9 +41,9 @@ EXECUTORS = "executors"
 TASKS = "tasks"
 WORKERS = "workers"
 
-COUNTERS = (EMITTED, TRANSFERRED, EXECUTED, ACKED, FAILED, OFFERED)
+COUNTERS = (EMITTED, TRANSFERRED, EXECUTED, ACKED, FAILED, OFFERED, BUSY)
 #: Metrics the estimators read; the others are ignored.
-USED = (EMITTED, EXECUTED, OFFERED, CAPACITY, EXECUTE_LATENCY, EXECUTORS, TASKS, WORKERS)
+USED = (EMITTED, EXECUTED, OFFERED, BUSY, CAPACITY, EXECUTE_LATENCY, EXECUTORS, TASKS, WORKERS)
 #: Gauges whose change marks a rebalance (the steady window starts after the last one).
 TOPOLOGY_GAUGES = (EXECUTORS, WORKERS)
 
