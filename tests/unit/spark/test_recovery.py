@@ -6,6 +6,7 @@ history would; each test then checks one topology's profile against the profile 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,18 @@ NO_OFFERED = synthetic.Scenario(
 )
 UNSTABLE = synthetic.Scenario(name="unstable", duration_s=1200, noise=0.5, seed=4)
 PARTIAL = synthetic.Scenario(name="partial-split", duration_s=1200, noise=0.01, seed=5)
+# Storm's 10-minute gauges under-read busy time by 15 % (a start's first tuples took no time)
+LAGGING = synthetic.Scenario(name="lagging", duration_s=1200, offered_scale=3.0, gauge_scale=0.85, seed=6)
+LAGGING_OLD = dataclasses.replace(LAGGING, name="lagging-old", busy_counter=False)
+OLD_STYLE = synthetic.Scenario(
+    name="old-style", duration_s=1200, noise=0.02, skew=0.3, busy_counter=False, seed=7
+)
+# a worker restart: the same executor ids, every counter back to 0, no gauge changes
+RESTART = synthetic.Scenario(
+    name="restart", duration_s=1200, rebalance_at_s=600, noise=0.02, skew=0.3, seed=8
+)
 CASES = [(T17, REBALANCE), (DIAMOND, BACKPRESSURE), (LINEAR, NO_OFFERED), (TREE, UNSTABLE), (T10, PARTIAL)]
+CASES += [(DIAMOND, LAGGING), (DIAMOND, LAGGING_OLD), (T17, OLD_STYLE), (LINEAR, RESTART)]
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +165,56 @@ def test_unstable_rates_are_flagged_not_hidden(profiles: dict[str, dict[str, Any
 def test_fractions_summing_below_one_are_kept(profiles: dict[str, dict[str, Any]]) -> None:
     assert_recovers_model(profiles["partial-split"], T10, PARTIAL)
     assert sum(by_id(profiles["partial-split"])["1"]["children"].values()) == pytest.approx(0.99, rel=0.005)
+
+
+def busy_sources(document: dict[str, Any]) -> set[str]:
+    return {
+        c["confidence"]["capacityPerUnit"]["source"] for c in document["components"] if c["kind"] == "bolt"
+    }
+
+
+def test_busy_time_from_the_counter_ignores_lagging_gauges(profiles: dict[str, dict[str, Any]]) -> None:
+    document = profiles["lagging"]
+    assert_recovers_model(document, DIAMOND, LAGGING)
+    assert busy_sources(document) == {"busy-counter"}
+    assert not any("busy_seconds_total" in n for n in document["confidence"]["notes"])
+    truth = synthetic.scaled(DIAMOND, 3.0)
+    predicted = throughput(parse_profile(document), truth.units, FlowModel.BACKPRESSURE)
+    assert predicted == pytest.approx(throughput(truth, truth.units, FlowModel.BACKPRESSURE), rel=REL)
+
+
+def test_without_the_counter_lagging_gauges_inflate_capacity_and_the_profile_says_so(
+    profiles: dict[str, dict[str, Any]],
+) -> None:
+    """Negative control: the same samples without busy_seconds_total give the real finding's error."""
+    document = profiles["lagging-old"]
+    assert busy_sources(document) == {"execute-latency"}
+    for c in DIAMOND.components[1:]:
+        assert by_id(document)[c.id]["capacityPerUnit"] == pytest.approx(c.capacity_per_unit / 0.85, rel=REL)
+    truth = synthetic.scaled(DIAMOND, 3.0)
+    predicted = throughput(parse_profile(document), truth.units, FlowModel.BACKPRESSURE)
+    assert predicted > 1.1 * throughput(truth, truth.units, FlowModel.BACKPRESSURE)
+    notes = [n for n in document["confidence"]["notes"] if "busy_seconds_total" in n]
+    assert len(notes) == len(DIAMOND.components) - 1
+
+
+def test_samples_without_the_counter_still_give_the_profile(profiles: dict[str, dict[str, Any]]) -> None:
+    document = profiles["old-style"]
+    assert_recovers_model(document, T17, OLD_STYLE)
+    assert busy_sources(document) == {"execute-latency"}
+
+
+def test_a_restart_resets_the_busy_counter_and_the_window_starts_after_it(
+    profiles: dict[str, dict[str, Any]],
+) -> None:
+    document = profiles["restart"]
+    assert_recovers_model(document, LINEAR, RESTART)
+    assert busy_sources(document) == {"busy-counter"}
+    window = document["confidence"]["window"]
+    assert (window["changedAt"], window["steadyStart"]) == (
+        "2026-01-01T00:10:00+00:00",
+        "2026-01-01T00:12:00+00:00",
+    )
 
 
 def test_single_process_engine_gives_the_same_profiles(

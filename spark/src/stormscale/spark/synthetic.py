@@ -3,9 +3,13 @@
 The measured rates are the planner's **backpressure** model rates for the profile (a congested bolt
 processes exactly its capacity, its upstream and the spout are throttled), while ``offered_total``
 carries the spout's true offered rate, as the rate-controlled spout exports it. Each executor's
-execute latency is its service time, so busy time reveals capacity even where rates are capped.
+execute latency is its service time, and its ``busy_seconds_total`` counter grows by executed ×
+latency, so busy time reveals capacity even where rates are capped. ``busy_counter=False`` writes
+samples as they were before that counter existed; ``gauge_scale`` makes the 10-minute gauges
+(latency, capacity) under-read busy time, as Storm's do for up to 10 minutes after a start.
 
-Optional: a rebalance (new executor counts, new executor ids, counters reset by the worker restart)
+Optional: a rebalance (new executor counts, new executor ids, counters reset by the worker restart;
+with no new counts, a restart: the same executor ids, counters reset)
 followed by a transient in which rates overshoot and latencies double, multiplicative noise on every
 interval, skew between the executors of a component, and a system stream (``__ack_ack``) that must
 not count as data output. Generation is vectorised (NumPy → Arrow), a few million rows per second.
@@ -27,6 +31,7 @@ from stormscale.planner import FlowModel, Topology, evaluate
 from stormscale.spark.schema import (
     ACKED,
     ARROW_SAMPLE_SCHEMA,
+    BUSY,
     CAPACITY,
     EMITTED,
     EXECUTE_LATENCY,
@@ -58,6 +63,8 @@ class Scenario:
     offered_metric: bool = True
     default_tasks: int = 16
     system_stream: bool = True
+    busy_counter: bool = True
+    gauge_scale: float = 1.0
     seed: int = 0
     start: datetime = EPOCH
     name: str | None = None
@@ -181,9 +188,13 @@ def _phase_series(
                 series.add(comp.id, e, EMITTED, executed, counter=True, stream="__ack_ack", transient=1.4)
             series.add(comp.id, e, ACKED, executed, counter=True, transient=1.4)
             series.add(comp.id, e, FAILED, 0.0, counter=True)
-            series.add(comp.id, e, EXECUTE_LATENCY, latency_ms, counter=False, transient=2.0)
+            busy = executed * latency_ms / 1000.0  # busy seconds per second
+            if scenario.busy_counter:
+                series.add(comp.id, e, BUSY, busy, counter=True, transient=1.4 * 2.0)
+            gauge = scenario.gauge_scale
+            series.add(comp.id, e, EXECUTE_LATENCY, latency_ms * gauge, counter=False, transient=2.0)
             series.add(comp.id, e, PROCESS_LATENCY, latency_ms * 1.1, counter=False, transient=2.0)
-            series.add(comp.id, e, CAPACITY, executed * latency_ms / 1000.0, counter=False)
+            series.add(comp.id, e, CAPACITY, busy * gauge, counter=False)
     series.add("", "", WORKERS, sum(units.values()), counter=False)
     return series
 
