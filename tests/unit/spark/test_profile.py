@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 
 from stormscale.planner import parse_profile
-from stormscale.spark.aggregates import BUSY_COUNTER, BUSY_GAUGE, ComponentStats, EdgeStats, WindowStats
+from stormscale.spark.aggregates import (
+    BUSY_COUNTER,
+    BUSY_GAUGE,
+    BUSY_LATENCY,
+    ComponentStats,
+    EdgeStats,
+    WindowStats,
+)
 from stormscale.spark.params import Params
 from stormscale.spark.profile import build_profile
 from stormscale.spark.structure import parse_structure
@@ -86,3 +93,21 @@ def test_copies_to_several_subscribers_are_folded_into_the_output() -> None:
     assert spout["outputPerUnit"] == pytest.approx(2500.0)
     assert spout["children"] == pytest.approx({"a": 0.4, "b": 0.4, "c": 0.2})
     assert spout["confidence"]["fanout"] == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "noted"),
+    [
+        (BUSY_COUNTER, "busy-counter", False),
+        (BUSY_LATENCY, "execute-latency", True),
+        (BUSY_GAUGE, "capacity-gauge", True),
+    ],
+)
+def test_the_profile_says_where_busy_time_came_from(source: int, name: str, noted: bool) -> None:
+    components = {"s": BASE} | {c: replace(bolt(c, 300.0), busy_source=source) for c in "abc"}
+    edges = [EdgeStats("t", c, "s", 300.0, 60, 0.01) for c in "abc"]
+    document = build_profile(STRUCTURE, WINDOW, components, edges, Params())
+    bolts = [c for c in document["components"] if c["kind"] == "bolt"]
+    assert {c["confidence"]["capacityPerUnit"]["source"] for c in bolts} == {name}
+    notes = [n for n in document["confidence"]["notes"] if "busy_seconds_total" in n]
+    assert len(notes) == (3 if noted else 0)

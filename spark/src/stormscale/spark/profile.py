@@ -19,6 +19,7 @@ from stormscale.planner import parse_profile
 from stormscale.spark import formulas
 from stormscale.spark.aggregates import (
     BUSY_COUNTER,
+    BUSY_LATENCY,
     BUSY_SOURCES,
     Aggregates,
     ComponentStats,
@@ -176,9 +177,10 @@ def _component(
     else:
         scale = _bolt(where=where, spec=spec, stats=stats, units=units, entry=entry, conf=confidence)
         if stats.busy_source != BUSY_COUNTER:
+            gauge = "execute-latency" if stats.busy_source == BUSY_LATENCY else "capacity"
             notes.add(
-                f"{spec.id}: busy time not from busy_seconds_total in every interval but from the "
-                f"{BUSY_SOURCES[stats.busy_source]}, a 10-minute mean that lags a start or a rebalance"
+                f"{spec.id}: busy time from Storm's {gauge} gauge, not busy_seconds_total, in some or all "
+                "intervals: a 10-minute mean that lags a start or a rebalance (capacity reads high)"
             )
     scale, fractions, fanout = formulas.fold_fanout(scale, fractions, FANOUT_NOISE)
     if fanout > 1.0 + FANOUT_NOISE:
