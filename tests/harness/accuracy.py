@@ -1,0 +1,205 @@
+"""Budget steps on a live stack, and the model accuracy report: predicted against measured throughput.
+
+For each budget: apply it through the StormTopology, wait for the operator to report it applied and
+for Storm to run it, let it settle, then measure the sinks' executed tuples/s from Nimbus's own
+counters (independent of Prometheus and of the profile). At that steady state the profile is taken
+again with the operator's own profiler; from it come (a) the *fit*: the throughput each flow model
+gives for the allocation that runs now, and (b) the *prediction* for the next budget: every strategy's
+plan under each flow model, before it is applied.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
+from stormscale.operator.metrics.samples import SampleReader
+from stormscale.operator.policy import parse_spec
+from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
+from stormscale.operator.reconcile import units_at_baseline
+from stormscale.operator.storm.model import ALL_TIME
+from stormscale.planner import FlowModel, compare_strategies, throughput
+from tests.harness.measure import SinkCounter, rate_over
+from tests.harness.stack import Scenario, Stack, storm_topology, wait_for
+
+MEASURE_S = 90.0
+PROFILE_TIMEOUT_S = 300.0
+MODELS = (FlowModel.BACKPRESSURE, FlowModel.DROP)
+
+
+@dataclass
+class Step:
+    """One applied budget: what runs, what was measured, what was predicted for it."""
+
+    budget: int
+    status_units: dict[str, int]
+    storm_executors: dict[str, int]
+    storm_workers: int
+    replicas: int
+    events: int
+    measured: float
+    allocation: dict[str, int]
+    operator_predicted: dict[str, float]
+    #: flow model → strategy → Θ predicted for this budget from the previous steady state's profile.
+    predicted: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: flow model → Θ of this step's own profile at the allocation that runs (how well the model fits).
+    fitted: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    scenario: str
+    steps: list[Step]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "steps": [asdict(s) for s in self.steps]}
+
+    def table(self) -> str:
+        """Measured against predicted (from the previous step) and fitted (same step), per flow model."""
+        head = "| budget | units (chosen +) | measured/s | operator combined/s |"
+        head += "".join(f" {m.value} pred. combined/s | {m.value} fit/s | {m.value} err |" for m in MODELS)
+        lines = [head, "|" + "---|" * (4 + 3 * len(MODELS))]
+        for s in self.steps:
+            alloc = ", ".join(f"{c}+{n}" for c, n in sorted(s.allocation.items()) if n) or "baseline"
+            op = s.operator_predicted.get("combined")
+            row = f"| {s.budget} | {alloc} | {s.measured:.1f} | {_num(op)} |"
+            for m in MODELS:
+                pred = s.predicted.get(m.value, {}).get("combined")
+                fit = s.fitted.get(m.value)
+                err = f"{(fit - s.measured) / s.measured:+.1%}" if fit is not None and s.measured else "–"
+                row += f" {_num(pred)} | {_num(fit)} | {err} |"
+            lines.append(row)
+        return "\n".join(lines)
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f}"
+
+
+def sink_rate(stack: Stack, topology_id: str, sinks: Sequence[str], window_s: float = MEASURE_S) -> float:
+    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates."""
+    return rate_over(SinkCounter(stack.nimbus(), topology_id, tuple(sinks)), window_s).rate
+
+
+def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
+    """The profile exactly as the operator takes it (same profiler, same window, step and settle)."""
+    policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0)["spec"])
+    profiler = PrometheusProfiler(
+        SampleReader(stack.prometheus.url), NimbusGraphs(stack.nimbus()), policy.step_s, policy.settle_s
+    )
+
+    def attempt() -> MeasuredProfile | None:
+        try:
+            return profiler.profile(scenario.name, policy.window_s)
+        except StaleMetricsError as err:
+            stack.log(f"[profile] not yet: {err}")
+            return None
+
+    result: MeasuredProfile = wait_for(attempt, PROFILE_TIMEOUT_S, "a steady profile", every_s=10.0)
+    return result
+
+
+def predictions(
+    measured: MeasuredProfile,
+    scenario: Scenario,
+    baseline: Mapping[str, int],
+    tasks: Mapping[str, int],
+    budget: int,
+) -> dict[str, dict[str, float]]:
+    """Every strategy's predicted Θ for ``budget`` under each flow model, from one measured profile."""
+    out: dict[str, dict[str, float]] = {}
+    for model in MODELS:
+        spec = storm_topology(scenario, 6627, "http://unused", budget)["spec"]
+        spec["scaling"]["flowModel"] = model.value.capitalize()
+        topology = units_at_baseline(measured.topology, baseline, tasks, parse_spec(spec))
+        plans = compare_strategies(topology, budget, model, time_limit=10.0)
+        out[model.value] = {s.value: round(p.after, 3) for s, p in plans.items()}
+    return out
+
+
+def fitted(measured: MeasuredProfile) -> dict[str, float]:
+    """Θ of the measured profile at the units it was measured with, per flow model."""
+    units = measured.topology.units
+    return {m.value: round(throughput(measured.topology, units, m), 3) for m in MODELS}
+
+
+def wait_running(stack: Stack, scenario: Scenario, total_units: int) -> None:
+    """Storm runs ``total_units`` workers for the topology and every executor reports."""
+
+    def running() -> bool:
+        summary = stack.nimbus().topology(scenario.name)
+        if summary is None or summary.status != "ACTIVE" or summary.workers != total_units:
+            return False
+        page = stack.nimbus().topology_page(summary.id, ALL_TIME).components
+        return all(page[c].executors >= 1 for c in scenario.components if c in page)
+
+    wait_for(running, 300, f"{total_units} workers running", every_s=2.0)
+
+
+def applied_events(stack: Stack, scenario: Scenario, budget: int) -> int:
+    """How many Normal ScalingApplied events announce ``budget``."""
+    text = stack.plane.kubectl("get", "events", "-n", stack.namespace, "-o", "json")
+    items = json.loads(text)["items"]
+    return sum(
+        int(e.get("count") or 1)
+        for e in items
+        if e.get("reason") == "ScalingApplied"
+        and e["involvedObject"].get("name") == scenario.name
+        and e.get("message", "").startswith(f"Applied budget {budget}:")
+    )
+
+
+def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -> Report:
+    """Apply each budget from a steady state; measure, profile and predict the next one."""
+    steps: list[Step] = []
+    previous: dict[str, dict[str, dict[str, float]]] = {}
+    for budget in budgets:
+        started = time.monotonic()
+        stack.log(f"[e2e] budget {budget}: applying")
+        stack.apply_budget(scenario, budget)
+        status = stack.wait_applied(scenario, budget)
+        total = len(scenario.components) + budget
+        wait_running(stack, scenario, total)
+        stack.log(f"[e2e] budget {budget}: {total} workers run; settling {scenario.settle_s:.0f} s")
+        time.sleep(scenario.settle_s)
+        summary = stack.nimbus().topology(scenario.name)
+        assert summary is not None
+        measured = sink_rate(stack, summary.id, scenario.sinks)
+        profile = profile_now(stack, scenario)
+        info = stack.nimbus().topology_info(scenario.name)
+        executors = {
+            c: sum(1 for e in info.user_executors() if e.component == c) for c in scenario.components
+        }
+        tasks = {
+            c: sum(e.tasks for e in info.user_executors() if e.component == c) for c in scenario.components
+        }
+        deployment = stack.plane.kubectl(
+            "get", "deployment", scenario.deployment, "-n", stack.namespace, "-o", "json"
+        )
+        plan = status.get("lastPlan") or {}
+        step = Step(
+            budget=budget,
+            status_units=dict(status.get("units") or {}),
+            storm_executors=executors,
+            storm_workers=summary.workers,
+            replicas=int(json.loads(deployment)["spec"]["replicas"]),
+            events=applied_events(stack, scenario, budget),
+            measured=round(measured, 3),
+            allocation=dict(plan.get("allocation") or {}),
+            operator_predicted=dict(plan.get("alternatives") or {}),
+            predicted=previous.get(str(budget), {}),
+            fitted=fitted(profile),
+            seconds=round(time.monotonic() - started, 1),
+        )
+        steps.append(step)
+        stack.log(
+            f"[e2e] budget {budget}: measured {measured:.1f}/s, fit {step.fitted} ({step.seconds:.0f} s)"
+        )
+        baseline = dict(status.get("baseline") or {})
+        previous = {str(b): predictions(profile, scenario, baseline, tasks, b) for b in budgets if b > budget}
+    return Report(scenario.name, steps)
