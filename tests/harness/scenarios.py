@@ -24,15 +24,24 @@ CONGESTED_LINEAR = Scenario(
         # One tuple per nextTuple: a batch of 100 overshoots backpressure into the unbounded overflow
         # queue of a remote bolt, whose backlog then hides the spout for minutes after a rebalance.
         "c1.batch": 1,
-        "receive.buffer.size": 64,  # backpressure within seconds, not minutes
         "c2.cost_us": 8000,
         "c3.cost_us": 12500,
         "c4.cost_us": 3000,
     },
-    # Idle executors spin before they sleep; in a 200m pod that costs the bolt a share of its unit.
     storm_conf={
+        # Backpressure within seconds, not minutes (Storm's default queue holds 32768 tuples).
+        "topology.executor.receive.buffer.size": 64,
+        # Idle executors spin before they sleep; in a 200m pod that costs the bolt a share of its unit.
         "topology.bolt.wait.progressive.level2.count": 0,
         "topology.backpressure.wait.progressive.level2.count": 0,
+        # A worker JVM (re)started in a 200m pod boots at a fifth of a core: C1 alone compiles what
+        # a router of tuples needs at a fraction of C2's CPU. Supervisor and Nimbus wait longer for its
+        # start (Storm's 120 s) and heartbeats (30 s) before they kill and relaunch or reassign it:
+        # the topology's timeout overrides supervisor.worker.{start.,}timeout.secs and
+        # nimbus.task.{timeout,launch}.secs (Storm 2 Config.TOPOLOGY_WORKER_TIMEOUT_SECS, ≤ 600).
+        "worker.childopts": "-Xmx%HEAP-MEM%m -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        "topology.worker.timeout.secs": 300,
+        "supervisor.worker.start.timeout.secs": 300,
     },
     overrides=({"name": "1", "maxUnits": 1},),
     window="3m",

@@ -22,6 +22,7 @@ import pytest
 from kubernetes import client
 
 from tests.harness.controlplane import ControlPlane
+from tests.harness.measure import rate_over
 from tests.harness.podrunner import Command, PodRunner, Replica, RunningReplica
 from tests.harness.storm_cluster import StormCluster, new_run_dir
 from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
@@ -59,17 +60,7 @@ FIRST_TUPLES_TIMEOUT_S = 240.0
 WARM_UP_S = 45.0  # JIT compilation and start-up work of the worker burn CPU the bolt does not get
 SETTLE_S = 10.0
 WINDOW_S = 45.0
-POLL_S = 0.25
-REPORT_TIMEOUT_S = 30.0
 QUOTA_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class Sighting:
-    """A count of executed tuples and when Nimbus first showed it."""
-
-    at: float
-    executed: int
 
 
 @dataclass(frozen=True)
@@ -173,27 +164,6 @@ def executed(cluster: StormCluster, topology: Topology) -> int:
     return stats[BOLT].executed if BOLT in stats else 0
 
 
-def next_report(read: Callable[[], int]) -> Sighting:
-    """Wait for the bolt's next heartbeat to reach Nimbus: the first count that differs from now's."""
-    before = read()
-    deadline = time.monotonic() + REPORT_TIMEOUT_S
-    while time.monotonic() < deadline:
-        time.sleep(POLL_S)
-        at = time.monotonic()
-        count = read()
-        if count != before:
-            return Sighting(at, count)
-    pytest.fail(f"bolt {BOLT}: no new stats in {REPORT_TIMEOUT_S:.0f} s (count {before})")
-
-
-def rate_over(read: Callable[[], int], window_s: float) -> float:
-    """Executed tuples/s between two heartbeats about ``window_s`` apart (timed at their arrival)."""
-    start = next_report(read)
-    time.sleep(window_s)
-    end = next_report(read)
-    return (end.executed - start.executed) / (end.at - start.at)
-
-
 def set_limit(control_plane: ControlPlane, namespace: str, replica: RunningReplica, millis: int) -> None:
     """Set the Deployment's CPU limit and wait until the running cgroup's quota follows."""
     limit = f"--limits=cpu={millis}m"
@@ -209,7 +179,7 @@ def measure_at(
     set_limit(control_plane, namespace, replica, millis)
     time.sleep(SETTLE_S)
     throttled = replica.cgroup.throttled_periods()
-    rate = rate_over(read, WINDOW_S)
+    rate = rate_over(read, WINDOW_S).rate
     assert replica.cgroup.limit() == (millis * 100, 100_000)  # still the quota at the window's end
     return Window(millis, rate, replica.cgroup.throttled_periods() - throttled)
 

@@ -457,6 +457,13 @@ def run(paths: Sequence[str], structures: Sequence[Structure], params: Params) -
     table = read(paths, [s.topology for s in structures], params)
     if table.num_rows == 0:
         raise AggregationError("samples: no rows for the named topologies in the window")
+    return profile_table(table, structures, params)[0]
+
+
+def profile_table(
+    table: pa.Table, structures: Sequence[Structure], params: Params
+) -> tuple[list[dict[str, Any]], Aggregates]:
+    """An in-memory table of samples → one profile per structure, and the aggregates behind them."""
     with np.errstate(divide="ignore", invalid="ignore"):  # x/0 → inf/nan → null, as in Spark
         aggregates = aggregate(table, params)
-    return profiles(structures, aggregates, params)
+    return profiles(structures, aggregates, params), aggregates

@@ -70,7 +70,8 @@ def build_profile(
                 f"topology {structure.topology!r}: component {spec.id!r} has no samples in the steady window"
             )
         entry = _component(structure=structure, spec=spec, stats=stats, rates=rates, notes=notes)
-        stable = _throttled_source(entry) or stats.rate_cv is None or stats.rate_cv <= params.max_cv
+        spread = stats.offered_cv if _throttled_source(entry) else stats.rate_cv
+        stable = spread is None or spread <= params.max_cv
         entry["confidence"]["stable"] = stable
         if not stable:
             unstable.append(spec.id)
@@ -103,8 +104,8 @@ def _throttled_source(entry: Mapping[str, Any]) -> bool:
     """A spout whose demand is its offered counter and that backpressure throttles.
 
     Storm 2.x backpressure stops and restarts such a spout, so its emitted rate swings from interval
-    to interval by design; its demand is the offered counter's rate over the whole window, which
-    those swings do not change. Its rate spread therefore does not make the window unsteady.
+    to interval by design; its demand is the offered counter's rate, so the spread of that rate, not
+    of the emitted one, says whether the window is steady.
     """
     output = entry["confidence"].get("outputPerUnit") or {}
     return entry["kind"] == "spout" and output.get("source") == "offered" and bool(output.get("throttled"))

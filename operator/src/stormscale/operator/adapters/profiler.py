@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from math import floor
 from typing import Any, Protocol
 
-import numpy as np
-
 from stormscale.operator.metrics.samples import Sample, SampleReader, Window, table
 from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError, UnavailableError
 from stormscale.operator.storm import NimbusClient, NimbusError
@@ -28,7 +26,6 @@ from stormscale.planner import FlowModel, ProfileError, parse_profile, throughpu
 from stormscale.spark import local
 from stormscale.spark.aggregates import Aggregates
 from stormscale.spark.params import Params
-from stormscale.spark.profile import profiles
 from stormscale.spark.schema import AggregationError
 from stormscale.spark.structure import ComponentSpec, Structure
 
@@ -127,9 +124,7 @@ class PrometheusProfiler:
     ) -> tuple[dict[str, Any], Aggregates]:
         params = Params(settle_s=self.settle_s)
         try:
-            with np.errstate(divide="ignore", invalid="ignore"):  # x/0 → null, as in the engine's run
-                aggregates = local.aggregate(table(rows), params)
-            (document,) = profiles([structure], aggregates, params)
+            (document,), aggregates = local.profile_table(table(rows), [structure], params)
         except AggregationError as err:
             raise StaleMetricsError(f"topology {topology!r}: {err}") from None
         return document, aggregates
