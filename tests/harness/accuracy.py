@@ -22,7 +22,7 @@ from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.operator.reconcile import units_at_baseline
 from stormscale.operator.storm.model import ALL_TIME
-from stormscale.planner import FlowModel, compare_strategies, throughput
+from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
 from tests.harness.measure import SinkCounter, rate_over
 from tests.harness.stack import Scenario, Stack, storm_topology, wait_for
 
@@ -55,26 +55,54 @@ class Step:
 class Report:
     scenario: str
     steps: list[Step]
+    #: the strategy the operator ran (its predictions are the ones the measured rate can check).
+    strategy: str = Strategy.COMBINED.value
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "steps": [asdict(s) for s in self.steps]}
+        return {
+            "scenario": self.scenario,
+            "strategy": self.strategy,
+            "steps": [asdict(s) for s in self.steps],
+        }
 
     def table(self) -> str:
-        """Measured against predicted (from the previous step) and fitted (same step), per flow model."""
-        head = "| budget | units (chosen +) | measured/s | operator combined/s |"
-        head += "".join(f" {m.value} pred. combined/s | {m.value} fit/s | {m.value} err |" for m in MODELS)
-        lines = [head, "|" + "---|" * (4 + 3 * len(MODELS))]
+        """Both tables of the model accuracy report, one after the other."""
+        return self.prediction_table() + "\n\n" + self.fit_table()
+
+    def prediction_table(self) -> str:
+        """Per budget and flow model: Θ each strategy predicted before the budget was applied (from
+        the previous steady state's profile), the sinks' measured rate once it ran, and the error of
+        the strategy that ran (``scenario.strategy``: the operator's choice)."""
+        strategies = [s.value for s in Strategy]
+        head = "| budget | units added | measured/s | flow model | " + " | ".join(strategies) + " | error |"
+        lines = [head, "|" + "---|" * (5 + len(strategies))]
         for s in self.steps:
-            alloc = ", ".join(f"{c}+{n}" for c, n in sorted(s.allocation.items()) if n) or "baseline"
-            op = s.operator_predicted.get("combined")
-            row = f"| {s.budget} | {alloc} | {s.measured:.1f} | {_num(op)} |"
+            alloc = ", ".join(f"{c}+{n}" for c, n in sorted(s.allocation.items()) if n) or "–"
             for m in MODELS:
-                pred = s.predicted.get(m.value, {}).get("combined")
-                fit = s.fitted.get(m.value)
-                err = f"{(fit - s.measured) / s.measured:+.1%}" if fit is not None and s.measured else "–"
-                row += f" {_num(pred)} | {_num(fit)} | {err} |"
-            lines.append(row)
+                pred = s.predicted.get(m.value, {})
+                cells = " | ".join(_num(pred.get(name)) for name in strategies)
+                err = _error(pred.get(self.strategy), s.measured)
+                lines.append(f"| {s.budget} | {alloc} | {s.measured:.1f} | {m.value} | {cells} | {err} |")
         return "\n".join(lines)
+
+    def fit_table(self) -> str:
+        """Per budget: Θ of that steady state's own profile at the units that run, per flow model,
+        against the measured rate (how well each model describes what Storm does)."""
+        head = "| budget | measured/s | " + " | ".join(f"{m.value} fit/s | error" for m in MODELS) + " |"
+        lines = [head, "|" + "---|" * (2 + 2 * len(MODELS))]
+        for s in self.steps:
+            cells = " | ".join(
+                f"{_num(s.fitted.get(m.value))} | {_error(s.fitted.get(m.value), s.measured)}" for m in MODELS
+            )
+            lines.append(f"| {s.budget} | {s.measured:.1f} | {cells} |")
+        return "\n".join(lines)
+
+
+def _error(predicted: float | None, measured: float) -> str:
+    """Relative error of ``predicted`` against ``measured`` (``–`` where either is missing)."""
+    if predicted is None or not measured:
+        return "–"
+    return f"{(predicted - measured) / measured:+.1%}"
 
 
 def _num(x: float | None) -> str:
@@ -202,4 +230,4 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         )
         baseline = dict(status.get("baseline") or {})
         previous = {str(b): predictions(profile, scenario, baseline, tasks, b) for b in budgets if b > budget}
-    return Report(scenario.name, steps)
+    return Report(scenario.name, steps, scenario.strategy.lower())

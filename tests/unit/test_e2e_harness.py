@@ -44,11 +44,28 @@ def test_predictions_cover_every_strategy_under_both_flow_models() -> None:
     assert out["drop"]["optimal"] >= out["drop"]["combined"] > fitted(measured)["drop"]
 
 
-def test_report_table_has_one_row_per_budget_with_the_relative_error() -> None:
-    step = Step(
-        0, {}, {}, 4, 4, 1, 100.0, {}, {"combined": 90.0}, fitted={"backpressure": 110.0, "drop": 95.0}
-    )
-    table = Report("t", [step]).table().splitlines()
-    assert len(table) == 3
-    assert "+10.0%" in table[2]
-    assert "-5.0%" in table[2]
+def test_prediction_table_has_a_row_per_budget_and_flow_model_with_the_chosen_strategys_error() -> None:
+    predicted = {
+        "backpressure": {"stela": 80.0, "predictive": 85.0, "combined": 90.0, "optimal": 95.0},
+        "drop": {"stela": 120.0, "predictive": 125.0, "combined": 130.0, "optimal": 135.0},
+    }
+    step = Step(1, {}, {}, 5, 5, 1, 100.0, {"3": 1}, {}, predicted=predicted)
+    lines = Report("t", [step]).prediction_table().splitlines()
+    assert len(lines) == 2 + 2
+    assert lines[2].startswith("| 1 | 3+1 | 100.0 | backpressure | 80.0 | 85.0 | 90.0 | 95.0 | -10.0% |")
+    assert lines[3].endswith("| drop | 120.0 | 125.0 | 130.0 | 135.0 | +30.0% |")
+    stela = Report("t", [step], strategy="stela").prediction_table().splitlines()
+    assert stela[2].endswith("| -20.0% |")
+
+
+def test_fit_table_has_one_row_per_budget_with_each_models_relative_error() -> None:
+    step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {}, fitted={"backpressure": 110.0, "drop": 95.0})
+    lines = Report("t", [step]).fit_table().splitlines()
+    assert len(lines) == 3
+    assert lines[2] == "| 0 | 100.0 | 110.0 | +10.0% | 95.0 | -5.0% |"
+
+
+def test_a_budget_without_predictions_shows_dashes_not_zeroes() -> None:
+    step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {})
+    row = Report("t", [step]).prediction_table().splitlines()[2]
+    assert row == "| 0 | – | 100.0 | backpressure | – | – | – | – | – |"
