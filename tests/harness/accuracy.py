@@ -182,6 +182,11 @@ def applied_events(stack: Stack, scenario: Scenario, budget: int) -> int:
     )
 
 
+def _keep(stack: Stack, name: str, document: Mapping[str, Any]) -> None:
+    """Write ``document`` into the run directory (what the operator saw and did, for the record)."""
+    (stack.run_dir / name).write_text(json.dumps(document, indent=2, default=str))
+
+
 def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -> Report:
     """Apply each budget from a steady state; measure, profile and predict the next one."""
     steps: list[Step] = []
@@ -225,6 +230,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             seconds=round(time.monotonic() - started, 1),
         )
         steps.append(step)
+        _keep(stack, f"budget-{budget}.json", {"status": status, "profile": asdict(profile.topology)})
         stack.log(
             f"[e2e] budget {budget}: measured {measured:.1f}/s, fit {step.fitted} ({step.seconds:.0f} s)"
         )

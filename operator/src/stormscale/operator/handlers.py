@@ -40,20 +40,25 @@ from stormscale.operator.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
+LOG = logging.getLogger("stormscale.operator")
 
 PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
 
 
 class KopfEvents:
-    """``Events`` posted through Kopf on the resource (Kubernetes Events)."""
+    """``Events`` posted through Kopf on the resource (Kubernetes Events), each also logged, so the
+    operator's log tells what it decided without ``kubectl get events``."""
 
     def __init__(self, body: kopf.Body) -> None:
         self._body = body
+        self._where = f"[{body.metadata.namespace}/{body.metadata.name}]"
 
     def normal(self, reason: str, message: str) -> None:
+        LOG.info("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Normal", reason=reason, message=message)
 
     def warning(self, reason: str, message: str) -> None:
+        LOG.warning("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Warning", reason=reason, message=message)
 
 
