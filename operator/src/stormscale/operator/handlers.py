@@ -8,6 +8,7 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -25,6 +26,7 @@ from stormscale.operator.adapters.kube import (
     VERSION,
     KubeDeployments,
     KubeStatus,
+    WrittenStatus,
     status_patch,
 )
 from stormscale.operator.adapters.nimbus import NimbusPort
@@ -34,7 +36,7 @@ from stormscale.operator.ports import (
     Ports,
     RefusedError,
 )
-from stormscale.operator.reconcile import Resource, reconcile
+from stormscale.operator.reconcile import Outcome, Resource, reconcile
 from stormscale.operator.storm.client import NimbusClient
 from stormscale.operator.storm.model import Endpoint
 
@@ -144,9 +146,18 @@ def _run_pass(body: kopf.Body) -> None:
     except InvalidSpecError as err:
         _record_invalid_spec(body, resource, status, str(err), now)
         raise kopf.PermanentError(str(err)) from None
-    ports = PORTS_FACTORY(policy, resource.namespace, body)
-    outcome = reconcile(resource, policy, status, ports, now)
-    ports.status.save(resource.namespace, resource.name, status_patch(status, outcome.status))
+    reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, resource.namespace, body), now)
+
+
+def reconcile_and_save(
+    resource: Resource, policy: Policy, status: Mapping[str, Any], ports: Ports, now: datetime
+) -> Outcome:
+    """One reconcile pass, then one merge patch from the status as stored (intent saved mid-pass
+    included) to the outcome's status."""
+    written = WrittenStatus(ports.status, status)
+    outcome = reconcile(resource, policy, dict(status), dataclasses.replace(ports, status=written), now)
+    written.save(resource.namespace, resource.name, status_patch(written.stored, outcome.status))
+    return outcome
 
 
 def _record_invalid_spec(
