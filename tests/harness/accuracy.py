@@ -20,7 +20,7 @@ from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfil
 from stormscale.operator.metrics.samples import SampleReader
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
-from stormscale.operator.reconcile import units_at_baseline
+from stormscale.operator.reconcile import planning_model
 from stormscale.operator.storm.model import ALL_TIME
 from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
 from tests.harness.measure import SinkCounter, rate_over
@@ -135,17 +135,18 @@ def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
 def predictions(
     measured: MeasuredProfile,
     scenario: Scenario,
-    baseline: Mapping[str, int],
+    running: Mapping[str, int],
     tasks: Mapping[str, int],
-    budget: int,
+    delta: int,
 ) -> dict[str, dict[str, float]]:
-    """Every strategy's predicted Θ for ``budget`` under each flow model, from one measured profile."""
+    """Every strategy's predicted Θ under each flow model, from one measured profile, for ``delta``
+    more units than the ``running`` ones (where the operator's next plan starts)."""
     out: dict[str, dict[str, float]] = {}
     for model in MODELS:
-        spec = storm_topology(scenario, 6627, "http://unused", budget)["spec"]
+        spec = storm_topology(scenario, 6627, "http://unused", delta)["spec"]
         spec["scaling"]["flowModel"] = model.value.capitalize()
-        topology = units_at_baseline(measured.topology, baseline, tasks, parse_spec(spec))
-        plans = compare_strategies(topology, budget, model, time_limit=10.0)
+        topology = planning_model(measured.topology, running, tasks, parse_spec(spec))
+        plans = compare_strategies(topology, delta, model, time_limit=10.0)
         out[model.value] = {s.value: round(p.after, 3) for s, p in plans.items()}
     return out
 
@@ -234,6 +235,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         stack.log(
             f"[e2e] budget {budget}: measured {measured:.1f}/s, fit {step.fitted} ({step.seconds:.0f} s)"
         )
-        baseline = dict(status.get("baseline") or {})
-        previous = {str(b): predictions(profile, scenario, baseline, tasks, b) for b in budgets if b > budget}
+        running = {c: int(n) for c, n in dict(status.get("units") or {}).items()}
+        following = [b for b in budgets if b > budget][:1]  # the operator plans each step from the last
+        previous = {str(b): predictions(profile, scenario, running, tasks, b - budget) for b in following}
     return Report(scenario.name, steps, scenario.strategy.lower())

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stormscale.operator.policy import parse_spec
-from stormscale.operator.reconcile import units_at_baseline
+from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, compare_strategies
 from stormscale.planner.render import plan_report
 from tests.harness.accuracy import profile_now, sink_rate, wait_running
@@ -41,7 +41,7 @@ def measure(stack: Stack, scenario: Scenario, budget: int) -> tuple[dict[str, An
     return status, sink_rate(stack, summary.id, scenario.sinks)
 
 
-def show_plan(stack: Stack, scenario: Scenario, baseline: dict[str, int], budget: int) -> float:
+def show_plan(stack: Stack, scenario: Scenario, running: dict[str, int], budget: int) -> float:
     """Profile the topology as the operator does and print the plan for ``budget``; its predicted Θ."""
     measured = profile_now(stack, scenario)
     spec = storm_topology(scenario, 6627, stack.prometheus.url, budget)["spec"]
@@ -49,7 +49,7 @@ def show_plan(stack: Stack, scenario: Scenario, baseline: dict[str, int], budget
     tasks: dict[str, int] = {}
     for e in info.user_executors():
         tasks[e.component] = tasks.get(e.component, 0) + e.tasks
-    topology = units_at_baseline(measured.topology, baseline, tasks, parse_spec(spec))
+    topology = planning_model(measured.topology, running, tasks, parse_spec(spec))
     plans = compare_strategies(topology, budget, FlowModel.BACKPRESSURE, time_limit=10.0)
     print()
     print(plan_report(topology, plans, Strategy.COMBINED))
@@ -71,8 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack.deploy(scenario)
         stack.start_operator()
         before_status, before = measure(stack, scenario, 0)
-        baseline = {k: int(v) for k, v in dict(before_status.get("baseline") or {}).items()}
-        predicted = show_plan(stack, scenario, baseline, args.budget)
+        running = {k: int(v) for k, v in dict(before_status.get("units") or {}).items()}
+        predicted = show_plan(stack, scenario, running, args.budget)  # from budget 0: delta = budget
         after_status, after = measure(stack, scenario, args.budget)
         plan = dict(after_status.get("lastPlan") or {})
         print()

@@ -67,10 +67,10 @@ class RateSpout(storm.Spout):
         if count == 0:
             time.sleep(min(0.002, 1.0 / self.rate) if self.rate > 0 else 0.002)
 
-    def ack(self, id):  # noqa: A002 (storm.py's name)
+    def ack(self, id):
         self.metrics.inc("stormscale_spout_acked_total")
 
-    def fail(self, id):  # noqa: A002 (storm.py's name)
+    def fail(self, id):
         self.metrics.inc("stormscale_spout_failed_total")
 
 
