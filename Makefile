@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint unit bench clean
+.PHONY: venv demo plan-demo test lint unit bench clean
 
 venv: $(STAMP)
 
@@ -16,8 +16,12 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 	$(BIN)/python -m pip install --quiet -e planner -e 'spark[spark]' -e operator
 	@touch $@
 
-## demo: set everything up and plan the thesis's topology 17 with 3 extra units (every strategy side by side)
-demo: venv
+## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
+demo: venv prometheus
+	$(BIN)/python -m tests.harness.demo --budget 3
+
+## plan-demo: the planner alone, in a second: plan the thesis's topology 17 with 3 extra units (every strategy side by side)
+plan-demo: venv
 	$(BIN)/stormscale plan examples/profiles/thesis-topology-17.json --budget 3
 
 ## lint: ruff, mypy (strict) and the import-linter contracts

@@ -10,7 +10,7 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
-from stormscale.operator.reconcile import Outcome, Resource, reconcile
+from stormscale.operator.reconcile import Outcome, Resource, planning_start, reconcile
 from stormscale.planner import load_profile
 
 from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
@@ -232,3 +232,29 @@ def test_metrics_step_and_settle_are_read_and_a_window_must_hold_five_steps() ->
     assert (defaults.window_s, defaults.step_s, defaults.settle_s) == (300.0, 10.0, 120.0)
     with pytest.raises(InvalidSpecError, match=r"spec\.metrics.*at least 5 steps"):
         parse_spec({**spec, "metrics": {"prometheus": "http://p:9090", "window": "1m", "step": "20s"}})
+
+
+def test_before_anything_is_applied_a_plan_starts_from_the_baseline_with_the_whole_budget() -> None:
+    baseline = {"1": 1, "2": 1}
+    assert planning_start(baseline, {}, 3) == ({"1": 1, "2": 1}, 3)
+    assert planning_start(baseline, {"units": {"1": 1, "2": 2}}, 3) == ({"1": 1, "2": 1}, 3)
+
+
+def test_once_applied_a_plan_starts_from_what_runs_and_moves_only_the_difference() -> None:
+    status = {"units": {"1": 1, "2": 3}, "appliedBudget": 2}
+    assert planning_start({"1": 1, "2": 1}, status, 3) == ({"1": 1, "2": 3}, 1)
+    assert planning_start({"1": 1, "2": 1}, status, 0) == ({"1": 1, "2": 3}, -2)
+    assert planning_start({"1": 1, "2": 1}, status, 2) == ({"1": 1, "2": 3}, 0)
+
+
+def test_a_budget_rise_keeps_every_running_unit_and_adds_the_difference() -> None:
+    w = world()
+    status = run(w, policy(budget=2)).status
+    applied = run(w, policy(budget=2), status, minutes=1).status
+    assert applied["appliedBudget"] == 2
+    running = dict(applied["units"])
+    raised = run(w, policy(budget=3), applied, minutes=2).status
+    target = raised["pending"]["units"]
+    assert sum(target.values()) == sum(running.values()) + 1
+    assert all(target[c] >= running[c] for c in running)
+    assert raised["lastPlan"]["budget"] == 3

@@ -8,6 +8,7 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -25,6 +26,7 @@ from stormscale.operator.adapters.kube import (
     VERSION,
     KubeDeployments,
     KubeStatus,
+    WrittenStatus,
     status_patch,
 )
 from stormscale.operator.adapters.nimbus import NimbusPort
@@ -34,26 +36,31 @@ from stormscale.operator.ports import (
     Ports,
     RefusedError,
 )
-from stormscale.operator.reconcile import Resource, reconcile
+from stormscale.operator.reconcile import Outcome, Resource, reconcile
 from stormscale.operator.storm.client import NimbusClient
 from stormscale.operator.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
+LOG = logging.getLogger("stormscale.operator")
 
 PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
 
 
 class KopfEvents:
-    """``Events`` posted through Kopf on the resource (Kubernetes Events)."""
+    """``Events`` posted through Kopf on the resource (Kubernetes Events), each also logged, so the
+    operator's log tells what it decided without ``kubectl get events``."""
 
     def __init__(self, body: kopf.Body) -> None:
         self._body = body
+        self._where = f"[{body.metadata.namespace}/{body.metadata.name}]"
 
     def normal(self, reason: str, message: str) -> None:
+        LOG.info("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Normal", reason=reason, message=message)
 
     def warning(self, reason: str, message: str) -> None:
+        LOG.warning("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Warning", reason=reason, message=message)
 
 
@@ -139,9 +146,18 @@ def _run_pass(body: kopf.Body) -> None:
     except InvalidSpecError as err:
         _record_invalid_spec(body, resource, status, str(err), now)
         raise kopf.PermanentError(str(err)) from None
-    ports = PORTS_FACTORY(policy, resource.namespace, body)
-    outcome = reconcile(resource, policy, status, ports, now)
-    ports.status.save(resource.namespace, resource.name, status_patch(status, outcome.status))
+    reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, resource.namespace, body), now)
+
+
+def reconcile_and_save(
+    resource: Resource, policy: Policy, status: Mapping[str, Any], ports: Ports, now: datetime
+) -> Outcome:
+    """One reconcile pass, then one merge patch from the status as stored (intent saved mid-pass
+    included) to the outcome's status."""
+    written = WrittenStatus(ports.status, status)
+    outcome = reconcile(resource, policy, dict(status), dataclasses.replace(ports, status=written), now)
+    written.save(resource.namespace, resource.name, status_patch(written.stored, outcome.status))
+    return outcome
 
 
 def _record_invalid_spec(

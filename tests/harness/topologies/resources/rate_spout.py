@@ -2,14 +2,17 @@
 
 Offered tuples are due on a fixed clock; each ``next`` emits the due ones (up to ``--batch``). When
 Storm stops calling ``next`` (backpressure, deactivation) the backlog grows; beyond ``--backlog-s``
-seconds of it the excess is dropped and counted, as a real source without a buffer would. Emits are
-unanchored and ask for no task ids (one message per tuple, no round trip).
+seconds of it the excess is dropped and counted, as a real source without a buffer would. Emits ask
+for no task ids (one message per tuple, no round trip) and are unanchored, unless ``--reliable 1``:
+then each carries a message id, so Storm's ackers track it and ``topology.max.spout.pending`` bounds
+the tuples in flight (acked and failed ones are counted; a failed tuple is not replayed).
 
 With ``--payload-bytes N`` each tuple's one value is the sequence number followed by N bytes of
 padding (bolts pass values on): a multilang process's stdin pipe then holds a few tuples, not
 hundreds, so a bolt's ``execute`` blocks on its real pace from the start.
 
 Usage (Flux command): python3 rate_spout.py --rate 100 [--streams to2=0.5,to3=0.5] [--payload-bytes 0]
+    [--batch 100] [--reliable 0]
 """
 
 import sys
@@ -25,6 +28,7 @@ class RateSpout(storm.Spout):
         self.rate = float(option(argv, "--rate", "10")) / task_count(context)
         self.batch = int(option(argv, "--batch", "100"))
         self.padding = ":" + "x" * int(option(argv, "--payload-bytes", "0"))
+        self.reliable = option(argv, "--reliable", "0") == "1"
         self.backlog_max = max(1, int(self.rate * float(option(argv, "--backlog-s", "1"))))
         self.chooser = StreamChooser(parse_streams(option(argv, "--streams", "")))
         self.metrics = Metrics(task_labels(conf, context))
@@ -54,13 +58,20 @@ class RateSpout(storm.Spout):
         for _ in range(count):
             stream = self.chooser.next()
             self.seq += 1
-            storm.sendMsgToParent(
-                {"command": "emit", "stream": stream, "tuple": [self.value()], "need_task_ids": False}
-            )
+            message = {"command": "emit", "stream": stream, "tuple": [self.value()], "need_task_ids": False}
+            if self.reliable:
+                message["id"] = str(self.seq)
+            storm.sendMsgToParent(message)
             self.metrics.inc("stormscale_tuples_emitted_total", stream=stream)
         self.sent += count
         if count == 0:
             time.sleep(min(0.002, 1.0 / self.rate) if self.rate > 0 else 0.002)
+
+    def ack(self, id):
+        self.metrics.inc("stormscale_spout_acked_total")
+
+    def fail(self, id):
+        self.metrics.inc("stormscale_spout_failed_total")
 
 
 RateSpout().run()

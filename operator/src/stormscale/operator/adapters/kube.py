@@ -10,7 +10,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from stormscale.operator.ports import RefusedError, UnavailableError, Workers
+from stormscale.operator.ports import RefusedError, StatusWriter, UnavailableError, Workers
 
 FIELD_MANAGER = "stormscale"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
@@ -101,6 +101,27 @@ def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
     patch: dict[str, Any] = {k: None for k in old if k not in new and k != "kopf"}
     patch.update(new)
     return patch
+
+
+class WrittenStatus:
+    """A ``StatusWriter`` that remembers what the stored status is after each of its saves.
+
+    Reconcile saves its intent (``pending``) in the middle of a pass; the final patch must be taken
+    against that, not against the status read at the start, or a key written mid-pass and dropped by
+    the end of the same pass (an apply that needed no change) would stay behind and be applied again.
+    """
+
+    def __init__(self, inner: StatusWriter, stored: Mapping[str, Any]) -> None:
+        self._inner = inner
+        self.stored: dict[str, Any] = dict(stored)
+
+    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+        self._inner.save(namespace, name, status)
+        for key, value in status.items():
+            if value is None:
+                self.stored.pop(key, None)
+            else:
+                self.stored[key] = value
 
 
 class KubeStatus:

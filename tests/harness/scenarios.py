@@ -1,0 +1,61 @@
+"""The benchmark scenarios the end-to-end test and the demo run (shared so that both show the same)."""
+
+from __future__ import annotations
+
+from tests.harness.stack import Scenario
+
+#: The thesis's linear shape (seed 000 Table 6.1: 1 → 2 → 3 → 4) under a load that congests it.
+#: One unit = a 200m pod; ``cost_us`` is CPU time per tuple, so a unit of 2 processes
+#: 0.2 s / 8000 µs = 25 tuples/s, of 3 16/s and of 4 66/s, less the multilang and worker overhead
+#: (kept small by costly tuples; the profile measures it). The spout offers 48/s and stays at one
+#: unit (a source's rate is set outside the topology), so 3 is the bottleneck and three more units
+#: have room to show. Storm's stats arrive every 5 s per executor, so 20 s steps hold four of them.
+#: 2 KiB tuples keep each multilang pipe (64 KiB) to about 30 tuples, so bolts show their pace within
+#: seconds of a (re)start. (16 KiB tuples starved a 200m pod: Nimbus timed out its heartbeats.)
+CONGESTED_LINEAR = Scenario(
+    shape="linear",
+    name="e2e-linear",
+    unit_cpu="200m",
+    properties={
+        "max.tasks": 4,
+        "c1.tasks": 1,
+        "c1.rate": 48,
+        "c1.payload_bytes": 2048,
+        # One tuple per nextTuple: a batch of 100 overshoots backpressure into the unbounded overflow
+        # queue of a remote bolt, whose backlog then hides the spout for minutes after a rebalance.
+        "c1.batch": 1,
+        # Tuples carry message ids: see topology.max.spout.pending below.
+        "c1.reliable": 1,
+        "c2.cost_us": 8000,
+        "c3.cost_us": 12500,
+        "c4.cost_us": 3000,
+    },
+    storm_conf={
+        # Flow control. Measured on this test bed (3 min per variant, 4 pods of 200m): Storm 2.8's
+        # backpressure between workers did not hold the spout back: it emitted its 48/s while bolt
+        # 2 executed 16-18/s, with load-aware shuffle or not and with one task per executor alike;
+        # the excess piled up in the receiving worker's unbounded overflow queue (thousands of
+        # tuples), which after a rebalance stalled the new spout for many minutes. Acked tuples and
+        # a bound on those in flight hold every component to the bottleneck's pace (measured: 10.8-
+        # 11.0/s everywhere) and keep queues to 50 tuples; ackers: one per initial worker.
+        "topology.acker.executors": 4,
+        "topology.max.spout.pending": 50,
+        # Backpressure within seconds, not minutes (Storm's default queue holds 32768 tuples).
+        "topology.executor.receive.buffer.size": 64,
+        # Idle executors spin before they sleep; in a 200m pod that costs the bolt a share of its unit.
+        "topology.bolt.wait.progressive.level2.count": 0,
+        "topology.backpressure.wait.progressive.level2.count": 0,
+        # A worker JVM (re)started in a 200m pod boots at a fifth of a core: C1 alone compiles what
+        # a router of tuples needs at a fraction of C2's CPU. Supervisor and Nimbus wait longer for its
+        # start (Storm's 120 s) and heartbeats (30 s) before they kill and relaunch or reassign it:
+        # the topology's timeout overrides supervisor.worker.{start.,}timeout.secs and
+        # nimbus.task.{timeout,launch}.secs (Storm 2 Config.TOPOLOGY_WORKER_TIMEOUT_SECS, ≤ 600).
+        "worker.childopts": "-Xmx%HEAP-MEM%m -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        "topology.worker.timeout.secs": 300,
+        "supervisor.worker.start.timeout.secs": 300,
+    },
+    overrides=({"name": "1", "maxUnits": 1},),
+    window="3m",
+    step="20s",
+    settle="60s",
+)

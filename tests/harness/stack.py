@@ -1,0 +1,301 @@
+"""The whole test bed in one object, for the end-to-end test and the demo.
+
+A :class:`Stack` starts, in order: the Kubernetes control plane, ZooKeeper + Nimbus (no Supervisor of
+its own), Prometheus, the Stormscale exporter (scraped by Prometheus), and a pod runner that runs every
+replica of a labelled worker Deployment as a Storm Supervisor (one slot) in a cgroup whose CPU quota is
+the pod's CPU limit. It installs the CRD and one namespace. On top of it, :meth:`Stack.deploy` starts a
+benchmark topology on its worker pods and :meth:`Stack.start_operator` runs the operator as its own
+process (``kopf run``), exactly as a user would run it outside a cluster. Everything stops, in
+reverse order, when the stack does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from kubernetes import client, config
+
+from stormscale.operator.storm import NimbusClient
+from tests.harness import kubebins
+from tests.harness.controlplane import ControlPlane
+from tests.harness.measure import running_exporter
+from tests.harness.podrunner import Command, PodRunner, Replica
+from tests.harness.prometheus import Prometheus, StaticJob
+from tests.harness.storm_cluster import StormCluster
+from tests.harness.storm_home import ensure_storm_home
+from tests.harness.storm_process import DaemonError, free_port, log_tail
+from tests.harness.storm_topology import Topology, kill, submit
+
+REPO = Path(__file__).resolve().parents[2]
+CRD = REPO / "crds" / "stormtopologies.stormscale.io.yaml"
+WORKERS_LABEL = "stormscale.io/storm-workers"
+SUPERVISORS_TIMEOUT_S = 300.0
+APPLY_TIMEOUT_S = 600.0
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A benchmark topology, its worker pods and the StormTopology that scales it."""
+
+    shape: str = "linear"
+    name: str = "e2e-linear"
+    unit_cpu: str = "250m"
+    properties: Mapping[str, object] = field(default_factory=dict)
+    #: Storm settings for the topology and the Supervisors (worker side), e.g. wait strategies.
+    storm_conf: Mapping[str, object] = field(default_factory=dict)
+    components: tuple[str, ...] = ("1", "2", "3", "4")
+    sinks: tuple[str, ...] = ("4",)
+    overrides: tuple[Mapping[str, object], ...] = ()
+    strategy: str = "Combined"
+    flow_model: str = "Backpressure"
+    window: str = "2m"
+    step: str = "10s"
+    settle: str = "60s"
+    max_age: str = "1m"
+
+    @property
+    def deployment(self) -> str:
+        return f"{self.name}-workers"
+
+    @property
+    def settle_s(self) -> float:
+        return float(self.settle.removesuffix("s"))
+
+
+def worker_deployment(scenario: Scenario, replicas: int) -> dict[str, Any]:
+    """The worker Deployment: one Storm Supervisor per replica, its CPU limit is the resource unit."""
+    labels = {"app": scenario.deployment}
+    container = {
+        "name": "supervisor",
+        "image": "apache/storm:2.8.3",
+        "resources": {"limits": {"cpu": scenario.unit_cpu}},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": scenario.deployment, "labels": {WORKERS_LABEL: "yes"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def storm_topology(scenario: Scenario, nimbus_port: int, prometheus: str, budget: int) -> dict[str, Any]:
+    """The StormTopology resource for ``scenario`` at ``budget`` (Manual mode)."""
+    return {
+        "apiVersion": "stormscale.io/v1alpha1",
+        "kind": "StormTopology",
+        "metadata": {"name": scenario.name},
+        "spec": {
+            "topologyName": scenario.name,
+            "nimbus": {"host": "127.0.0.1", "port": nimbus_port},
+            "workers": {"deployment": scenario.deployment, "slotsPerPod": 1},
+            "metrics": {
+                "prometheus": prometheus,
+                "window": scenario.window,
+                "step": scenario.step,
+                "settle": scenario.settle,
+                "maxAge": scenario.max_age,
+            },
+            "scaling": {
+                "mode": "Manual",
+                "budget": budget,
+                "strategy": scenario.strategy,
+                "flowModel": scenario.flow_model,
+            },
+            "components": [dict(o) for o in scenario.overrides],
+        },
+    }
+
+
+def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
+    """Poll ``check()`` until it is truthy; :class:`DaemonError` naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise DaemonError(f"not within {timeout_s:.0f} s: {what}")
+        time.sleep(every_s)
+
+
+class Stack:
+    """The test bed; use as a context manager (``with Stack(run_dir) as stack: ...``)."""
+
+    def __init__(self, run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print) -> None:
+        self.run_dir = run_dir
+        self.namespace = namespace
+        self.log = log
+        self._exit = contextlib.ExitStack()
+        self.plane: ControlPlane
+        self.api: client.ApiClient
+        self.storm: StormCluster
+        self.prometheus: Prometheus
+        self.pods: PodRunner
+        self.exporter_url = ""
+
+    def __enter__(self) -> Stack:
+        try:
+            self.start()
+        except BaseException:
+            self._exit.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._exit.close()
+
+    def _step(self, what: str) -> float:
+        self.log(f"[stack] {what}")
+        return time.monotonic()
+
+    def start(self) -> None:
+        """Start every part, each after the previous one is ready."""
+        self._step("Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
+        bins = kubebins.ensure_binaries()
+        (self.run_dir / "kube").mkdir(parents=True, exist_ok=True)
+        self.plane = self._exit.enter_context(ControlPlane(self.run_dir / "kube", bin_dir=bins))
+        self.api = config.new_client_from_config(config_file=str(self.plane.kubeconfig))
+        self._step("ZooKeeper and Nimbus (Storm 2.8)")
+        self.storm = self._exit.enter_context(StormCluster(self.run_dir / "storm", ensure_storm_home()))
+        self._step("Prometheus")
+        self.prometheus = Prometheus(self.run_dir / "prometheus").start()
+        self._exit.callback(self.prometheus.stop)
+        self._step("Stormscale exporter")
+        self._start_exporter()
+        self._step("pod runner: worker Deployment replicas become Supervisors in cgroups")
+        self.pods = PodRunner(
+            self.api,
+            self.run_dir / "pods",
+            launcher=self._supervisor,
+            label_selector=f"{WORKERS_LABEL}=yes",
+            stop_grace_s=10,
+        ).start()
+        self._exit.callback(self.pods.stop)
+        self._step("CRD and namespace")
+        self.plane.kubectl("apply", "-f", str(CRD))
+        self.plane.kubectl(
+            "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
+        )
+        self.plane.kubectl("create", "namespace", self.namespace)
+
+    def _supervisor(self, replica: Replica) -> Command:
+        spec = self.storm.launcher(replica)
+        return Command(list(spec.argv), dict(spec.env), spec.cwd)
+
+    def _start_exporter(self) -> None:
+        log = self.run_dir / "exporter.log"
+        self.exporter_url = self._exit.enter_context(running_exporter(self.storm.endpoints, log))
+        port = self.exporter_url.rsplit(":", 1)[1]
+        self.prometheus.set_jobs([StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"])])
+
+    # --- the topology and its worker pods -------------------------------------------------------
+
+    def nimbus(self) -> NimbusClient:
+        return self.storm.endpoints.nimbus(timeout_s=10)
+
+    def deploy(self, scenario: Scenario) -> Topology:
+        """Worker pods (one per component), then the topology with one executor per component."""
+        replicas = len(scenario.components)
+        self.storm.launcher.extra_conf.update(scenario.storm_conf)
+        self._step(
+            f"worker Deployment {scenario.deployment}: {replicas} pods at {scenario.unit_cpu} CPU each"
+        )
+        self.kubectl_apply(worker_deployment(scenario, replicas))
+        wait_for(lambda: self.supervisors() >= replicas, SUPERVISORS_TIMEOUT_S, f"{replicas} Supervisors")
+        self._step(f"topology {scenario.name} ({scenario.shape}), one executor per component")
+        props = {**scenario.properties, "topology.name": scenario.name, "topology.workers": replicas}
+        props["metrics.sd.dir"] = str(self.prometheus.sd_dir)
+        topology = submit(self.storm.endpoints, scenario.shape, props, conf=scenario.storm_conf)
+        self._exit.callback(kill, self.storm.endpoints, topology.name)
+        return topology
+
+    def supervisors(self) -> int:
+        """Supervisors Nimbus lists now."""
+        return len(self.nimbus().cluster_summary().supervisors)
+
+    def kubectl_apply(self, resource: Mapping[str, Any]) -> None:
+        self.plane.kubectl("apply", "-n", self.namespace, "-f", "-", stdin=json.dumps(resource))
+
+    # --- the operator ------------------------------------------------------------------------------
+
+    def start_operator(self) -> None:
+        """``kopf run`` of the operator's handlers, standalone, watching this namespace only."""
+        port = free_port()
+        argv = [sys.executable, "-m", "kopf", "run", "-m", "stormscale.operator.handlers", "--standalone"]
+        argv += ["--namespace", self.namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
+        log = self.run_dir / "operator.log"
+        env = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig), "STORMSCALE_INTERVAL_SECONDS": "5"}
+        self._step(f"operator: kopf run (log {log})")
+        with log.open("wb") as out:
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        self._exit.callback(_stop_process, process)
+        wait_for(
+            lambda: _http_ok(f"http://127.0.0.1:{port}/healthz"), 120, f"operator /healthz ({log_tail(log)})"
+        )
+
+    def apply_budget(self, scenario: Scenario, budget: int) -> None:
+        nimbus_port = self.storm.endpoints.nimbus_port
+        self.kubectl_apply(storm_topology(scenario, nimbus_port, self.prometheus.url, budget))
+
+    def status(self, scenario: Scenario) -> dict[str, Any]:
+        text = self.plane.kubectl("get", "stormtopology", scenario.name, "-n", self.namespace, "-o", "json")
+        status: dict[str, Any] = json.loads(text).get("status") or {}
+        return status
+
+    def wait_applied(
+        self, scenario: Scenario, budget: int, timeout_s: float = APPLY_TIMEOUT_S
+    ) -> dict[str, Any]:
+        """The status once the operator reports ``budget`` applied and Ready (progress lines meanwhile)."""
+        last = [""]
+
+        def applied() -> dict[str, Any] | None:
+            status = self.status(scenario)
+            ready: dict[str, Any] = next(
+                (c for c in status.get("conditions", []) if c["type"] == "Ready"), {}
+            )
+            line = f"{ready.get('status', '?')} {ready.get('reason', '')}: {ready.get('message', '')}"
+            if line != last[0]:
+                self.log(f"[operator] {line}")
+                last[0] = line
+            done = status.get("appliedBudget") == budget and ready.get("status") == "True"
+            return status if done else None
+
+        result: dict[str, Any] = wait_for(applied, timeout_s, f"budget {budget} applied", every_s=2.0)
+        return result
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).ok
+    except requests.RequestException:
+        return False
+
+
+def _stop_process(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def stack(run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print) -> Iterator[Stack]:
+    with Stack(run_dir, namespace, log) as s:
+        yield s

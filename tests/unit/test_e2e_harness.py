@@ -1,0 +1,71 @@
+"""The pure parts of the end-to-end harness: the resources it applies and the report it prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stormscale.operator.policy import Mode, parse_spec
+from stormscale.operator.ports import MeasuredProfile
+from stormscale.planner import load_profile
+from tests.harness.accuracy import Report, Step, fitted, predictions
+from tests.harness.scenarios import CONGESTED_LINEAR
+from tests.harness.stack import storm_topology, worker_deployment
+
+LINEAR = load_profile(Path(__file__).parents[2] / "examples" / "profiles" / "thesis-linear.json")
+
+
+def test_the_storm_topology_resource_is_a_valid_manual_spec_with_the_scenarios_metrics() -> None:
+    resource = storm_topology(CONGESTED_LINEAR, 6627, "http://127.0.0.1:9090", 2)
+    policy = parse_spec(resource["spec"])
+    assert (policy.mode, policy.budget, policy.window_s, policy.step_s, policy.settle_s) == (
+        Mode.MANUAL,
+        2,
+        180.0,
+        20.0,
+        60.0,
+    )
+    assert policy.spec.components[0].max_units == 1
+
+
+def test_worker_pods_carry_the_unit_as_their_cpu_limit_and_the_pod_runner_label() -> None:
+    deployment = worker_deployment(CONGESTED_LINEAR, 4)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["cpu"] == "200m"
+    assert deployment["metadata"]["labels"] == {"stormscale.io/storm-workers": "yes"}
+    assert deployment["spec"]["replicas"] == 4
+
+
+def test_predictions_cover_every_strategy_under_both_flow_models() -> None:
+    measured = MeasuredProfile(LINEAR, throughput=0.0, age_s=0.0)
+    baseline = {c.id: c.units for c in LINEAR.components}
+    out = predictions(measured, CONGESTED_LINEAR, baseline, dict.fromkeys(baseline, 8), 2)
+    assert set(out) == {"backpressure", "drop"}
+    assert all(set(v) == {"stela", "predictive", "combined", "optimal"} for v in out.values())
+    assert out["drop"]["optimal"] >= out["drop"]["combined"] > fitted(measured)["drop"]
+
+
+def test_prediction_table_has_a_row_per_budget_and_flow_model_with_the_chosen_strategys_error() -> None:
+    predicted = {
+        "backpressure": {"stela": 80.0, "predictive": 85.0, "combined": 90.0, "optimal": 95.0},
+        "drop": {"stela": 120.0, "predictive": 125.0, "combined": 130.0, "optimal": 135.0},
+    }
+    step = Step(1, {}, {}, 5, 5, 1, 100.0, {"3": 1}, {}, predicted=predicted)
+    lines = Report("t", [step]).prediction_table().splitlines()
+    assert len(lines) == 2 + 2
+    assert lines[2].startswith("| 1 | 3+1 | 100.0 | backpressure | 80.0 | 85.0 | 90.0 | 95.0 | -10.0% |")
+    assert lines[3].endswith("| drop | 120.0 | 125.0 | 130.0 | 135.0 | +30.0% |")
+    stela = Report("t", [step], strategy="stela").prediction_table().splitlines()
+    assert stela[2].endswith("| -20.0% |")
+
+
+def test_fit_table_has_one_row_per_budget_with_each_models_relative_error() -> None:
+    step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {}, fitted={"backpressure": 110.0, "drop": 95.0})
+    lines = Report("t", [step]).fit_table().splitlines()
+    assert len(lines) == 3
+    assert lines[2] == "| 0 | 100.0 | 110.0 | +10.0% | 95.0 | -5.0% |"
+
+
+def test_a_budget_without_predictions_shows_dashes_not_zeroes() -> None:
+    step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {})
+    row = Report("t", [step]).prediction_table().splitlines()[2]
+    assert row == "| 0 | – | 100.0 | backpressure | – | – | – | – | – |"
