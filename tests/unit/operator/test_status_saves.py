@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stormscale.operator.adapters.kube import WrittenStatus, status_patch
+from stormscale.operator.adapters.kube import WrittenStatus, merge_patched, status_patch
 from stormscale.operator.handlers import reconcile_and_save
 
 from .fakes import FakeStatus
@@ -13,12 +13,14 @@ from .test_reconcile import RESOURCE, T0, policy, world
 
 
 def stored_after(saves: list[dict[str, Any]], start: Mapping[str, Any]) -> dict[str, Any]:
-    """The status the API server stores after these merge patches (top level: None deletes)."""
-    stored = dict(start)
+    """The status the API server stores after these merge patches (None deletes, objects merge)."""
+    stored: dict[str, Any] = dict(start)
     for patch in saves:
         for key, value in patch.items():
             if value is None:
                 stored.pop(key, None)
+            elif isinstance(value, dict) and isinstance(stored.get(key), dict):
+                stored[key] = stored_after([value], stored[key])
             else:
                 stored[key] = value
     return stored
@@ -41,3 +43,18 @@ def test_written_status_tracks_saved_keys_and_deletions() -> None:
     assert written.stored == {"a": 1, "pending": {"budget": 1}}
     assert status_patch(written.stored, {"a": 1}) == {"pending": None, "a": 1}
     assert inner.saved == [{"pending": {"budget": 1}, "b": None}]
+
+
+def test_a_nested_key_gone_from_the_new_status_is_deleted_not_merged_back() -> None:
+    old = {"lastPlan": {"allocation": {"3": 1}, "budget": 1}, "units": {"3": 2}}
+    new = {"lastPlan": {"allocation": {"2": 1}, "budget": 2}, "units": {"3": 2}}
+    patch = status_patch(old, new)
+    assert patch["lastPlan"]["allocation"] == {"3": None, "2": 1}
+    assert stored_after([patch], old) == new
+
+
+def test_merge_patched_follows_rfc_7386() -> None:
+    target = {"a": {"b": 1, "c": 2}, "d": 3}
+    assert merge_patched(target, {"a": {"b": None, "e": 4}, "d": None}) == {"a": {"c": 2, "e": 4}}
+    assert merge_patched(target, {"a": 5}) == {"a": 5, "d": 3}
+    assert target == {"a": {"b": 1, "c": 2}, "d": 3}  # untouched

@@ -97,9 +97,16 @@ class KubeDeployments:
 
 
 def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch from ``old`` to ``new`` status: removed keys become ``None``."""
+    """A JSON merge patch (RFC 7386) from ``old`` to ``new`` status, at every depth: a merge patch
+    merges nested objects, so a key gone from a nested map (a component no longer in
+    ``lastPlan.allocation``, say) must be sent as ``None`` too, or it would stay behind."""
     patch: dict[str, Any] = {k: None for k in old if k not in new and k != "kopf"}
-    patch.update(new)
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            patch[key] = status_patch(before, value)
+        else:
+            patch[key] = value
     return patch
 
 
@@ -117,11 +124,21 @@ class WrittenStatus:
 
     def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
         self._inner.save(namespace, name, status)
-        for key, value in status.items():
-            if value is None:
-                self.stored.pop(key, None)
-            else:
-                self.stored[key] = value
+        self.stored = merge_patched(self.stored, status)
+
+
+def merge_patched(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``target`` after the JSON merge patch ``patch`` (RFC 7386): ``None`` deletes, objects merge."""
+    result = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, Mapping):
+            before = result.get(key)
+            result[key] = merge_patched(before if isinstance(before, Mapping) else {}, value)
+        else:
+            result[key] = value
+    return result
 
 
 class KubeStatus:
