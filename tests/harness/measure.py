@@ -26,7 +26,7 @@ from stormscale.operator.storm import NimbusClient
 from stormscale.operator.storm.model import Kind
 from stormscale.operator.storm.stats import tasks_per_component
 from tests.harness.storm_cluster import StormEndpoints
-from tests.harness.storm_process import DaemonError, free_port, log_tail
+from tests.harness.storm_process import DaemonError, free_port, log_tail, stop_process
 
 POLL_S = 0.25
 REPORT_TIMEOUT_S = 30.0
@@ -118,12 +118,7 @@ def running_exporter(endpoints: StormEndpoints, log: Path, timeout_s: float = 30
             time.sleep(0.5)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process, grace_s=10)
 
 
 def write_samples(prometheus_url: str, topology: str, window: Window, out: Path) -> int:

@@ -33,7 +33,7 @@ from tests.harness.podrunner import Command, PodRunner, Replica
 from tests.harness.prometheus import Prometheus, StaticJob
 from tests.harness.storm_cluster import StormCluster
 from tests.harness.storm_home import ensure_storm_home
-from tests.harness.storm_process import DaemonError, free_port, log_tail
+from tests.harness.storm_process import DaemonError, free_port, log_tail, stop_process
 from tests.harness.storm_topology import Topology, kill, submit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -243,7 +243,7 @@ class Stack:
         self._step(f"operator: kopf run (log {log})")
         with log.open("wb") as out:
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        self._exit.callback(_stop_process, process)
+        self._exit.callback(stop_process, process, 15)
         wait_for(
             lambda: _http_ok(f"http://127.0.0.1:{port}/healthz"), 120, f"operator /healthz ({log_tail(log)})"
         )
@@ -284,15 +284,6 @@ def _http_ok(url: str) -> bool:
         return requests.get(url, timeout=2).ok
     except requests.RequestException:
         return False
-
-
-def _stop_process(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
 
 
 @contextlib.contextmanager

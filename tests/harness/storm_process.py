@@ -125,6 +125,16 @@ class Daemon:
             kill_marked(self.spec.marker)
 
 
+def stop_process(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM ``process``, SIGKILL it if it is still there after ``grace_s``; wait for it either way."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace_s)
+
+
 def stop_group(pgid: int, grace_s: float, gone: Callable[[], bool]) -> None:
     """SIGTERM a process group, wait up to ``grace_s`` for ``gone``, then SIGKILL the group."""
     signal_group(pgid, signal.SIGTERM)
