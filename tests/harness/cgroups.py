@@ -10,6 +10,10 @@ the sum of the limits below the machine's CPUs.
 Supports cgroup v1 (the ``cpu`` controller at /sys/fs/cgroup/cpu: cpu.cfs_quota_us, cpu.cfs_period_us,
 cpu.shares) and cgroup v2 (unified hierarchy, detected by /sys/fs/cgroup/cgroup.controllers: cpu.max,
 cpu.weight).
+
+The CPU time a replica received is the cgroup's own usage counter: v2 ``cpu.stat`` usage_usec; v1
+``cpuacct.usage``, from a twin group of the same name in the ``cpuacct`` hierarchy when that
+controller is mounted apart from ``cpu`` (replicas join both groups).
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ def is_v2(fs: Path = CGROUP_FS) -> bool:
 def cpu_root(fs: Path = CGROUP_FS) -> Path:
     """The directory under which CPU cgroups are created."""
     return fs if is_v2(fs) else fs / "cpu"
+
+
+def acct_root(fs: Path = CGROUP_FS) -> Path | None:
+    """v1 only: the ``cpuacct`` hierarchy when it is mounted apart from ``cpu`` (else None)."""
+    acct = fs / "cpuacct"
+    if is_v2(fs) or not acct.is_dir() or acct.resolve() == cpu_root(fs).resolve():
+        return None
+    return acct
 
 
 def parse_cpu_millis(quantity: str | int | float) -> int:
@@ -76,6 +88,8 @@ class CpuCgroup:
 
     path: Path
     v2: bool
+    #: v1 with ``cpuacct`` mounted apart: the twin group that counts the replica's CPU time.
+    acct: Path | None = None
 
     @classmethod
     def create(cls, parent: str, name: str, cpu: CpuResources, fs: Path = CGROUP_FS) -> CpuCgroup:
@@ -87,10 +101,16 @@ class CpuCgroup:
             parent_group.set_shares(MAX_SHARES)
         if v2:
             _enable_cpu_controller(fs, parent_group.path)
-        group = cls(parent_group.path / name, v2)
-        group.path.mkdir(exist_ok=True)
+        acct = acct_root(fs)
+        group = cls(parent_group.path / name, v2, None if acct is None else acct / parent / name)
+        for directory in group.directories():
+            directory.mkdir(parents=True, exist_ok=True)
         group.apply(cpu)
         return group
+
+    def directories(self) -> list[Path]:
+        """The group's directory, and its cpuacct twin if it has one."""
+        return [self.path] if self.acct is None else [self.path, self.acct]
 
     def apply(self, cpu: CpuResources) -> None:
         """Set the quota from the limit and the weight from the request."""
@@ -101,6 +121,11 @@ class CpuCgroup:
     def procs_file(self) -> Path:
         """Writing a pid here moves that process (v1: the whole thread group) into the cgroup."""
         return self.path / "cgroup.procs"
+
+    @property
+    def join_files(self) -> list[Path]:
+        """The files a process writes its pid to in order to join this group (and its twin)."""
+        return [directory / "cgroup.procs" for directory in self.directories()]
 
     def set_limit(self, millis: int | None) -> None:
         """Set the CPU limit in millicores; None removes it."""
@@ -130,11 +155,13 @@ class CpuCgroup:
 
     def throttled_periods(self) -> int:
         """How many CFS periods the cgroup was throttled in (cpu.stat nr_throttled)."""
-        for line in (self.path / "cpu.stat").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "nr_throttled":
-                return int(value)
-        return 0
+        return _stat(self.path / "cpu.stat", "nr_throttled")
+
+    def usage_us(self) -> int:
+        """CPU time the group's processes received so far, in µs (the kernel's usage counter)."""
+        if self.v2:
+            return _stat(self.path / "cpu.stat", "usage_usec")
+        return int(((self.acct or self.path) / "cpuacct.usage").read_text()) // 1000
 
     def pids(self) -> list[int]:
         """Processes in the cgroup now (empty if it is gone)."""
@@ -166,17 +193,32 @@ class CpuCgroup:
             grace_s = 1.0
 
     def remove(self, timeout_s: float = 5.0) -> None:
-        """Remove the (empty) cgroup directory; tolerate a slow kernel for ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while self.path.exists():
-            try:
-                self.path.rmdir()
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.05)
+        """Remove the (empty) cgroup directories; tolerate a slow kernel for ``timeout_s``."""
+        for directory in self.directories():
+            _rmdir(directory, timeout_s)
+
+
+def _rmdir(directory: Path, timeout_s: float) -> None:
+    """Remove an empty cgroup directory, retrying while the kernel still holds it."""
+    deadline = time.monotonic() + timeout_s
+    while directory.exists():
+        try:
+            directory.rmdir()
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _stat(path: Path, key: str) -> int:
+    """The value of ``key`` in a flat-keyed cgroup file such as cpu.stat (0 if absent)."""
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
 
 
 def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
@@ -188,6 +230,8 @@ def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
 
 
 def remove_if_empty(parent: str, fs: Path = CGROUP_FS) -> None:
-    """Remove the parent cgroup if nothing else uses it (another runner may still do)."""
-    with contextlib.suppress(OSError):
-        (cpu_root(fs) / parent).rmdir()
+    """Remove the parent cgroup (and its cpuacct twin) if nothing else uses it (another runner may)."""
+    acct = acct_root(fs)
+    for root in (cpu_root(fs), *([] if acct is None else [acct])):
+        with contextlib.suppress(OSError):
+            (root / parent).rmdir()

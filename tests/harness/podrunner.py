@@ -41,8 +41,9 @@ DEFAULT_CGROUP_PARENT = "stormscale"
 WATCH_WINDOW_S = 2
 RESTART_BACKOFF_S = 1.0
 STOP_GRACE_S = 5.0
-# Moves the shell into the cgroup, then execs the command: every descendant inherits the cgroup.
-_ENTER_CGROUP = 'echo $$ > "$0" && exec "$@"'
+# Moves the shell into the cgroup (every ``cgroup.procs`` file before ``--``: the cpu group and its
+# cpuacct twin), then execs the command: every descendant inherits the cgroups.
+_ENTER_CGROUP = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 1; shift; done; shift; exec "$@"'
 
 Json = dict[str, Any]
 
@@ -325,7 +326,8 @@ class PodRunner:
 def _spawn(replica: Replica, group: CpuCgroup, command: Command) -> subprocess.Popen[bytes]:
     """Start ``command`` through a shell that first moves itself into ``group``."""
     env = {**os.environ, **_replica_env(replica), **command.env}
-    argv = ["/bin/sh", "-c", _ENTER_CGROUP, str(group.procs_file), *command.argv]
+    joins = [str(path) for path in group.join_files]
+    argv = ["/bin/sh", "-c", _ENTER_CGROUP, "enter-cgroup", *joins, "--", *command.argv]
     LOG.info("pod runner: starting %s: %s", replica.name, command.argv)
     with replica.log_path.open("ab") as log:
         return subprocess.Popen(

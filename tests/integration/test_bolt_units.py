@@ -65,11 +65,13 @@ QUOTA_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class Window:
-    """One measurement: the limit, the bolt's executed tuples/s, CFS periods throttled meanwhile."""
+    """One measurement: the limit, the bolt's executed tuples/s, CFS periods throttled meanwhile, and
+    the CPU seconds per wall second the pod's cgroup received (its usage counter)."""
 
     millis: int
     rate: float
     throttled: int
+    cpu: float
 
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -178,10 +180,11 @@ def measure_at(
     """The bolt's rate with the replica's limit at ``millis``, after a settle period."""
     set_limit(control_plane, namespace, replica, millis)
     time.sleep(SETTLE_S)
-    throttled = replica.cgroup.throttled_periods()
+    throttled, started, used = replica.cgroup.throttled_periods(), time.monotonic(), replica.cgroup.usage_us()
     rate = rate_over(read, WINDOW_S).rate
+    cpu = (replica.cgroup.usage_us() - used) / 1e6 / (time.monotonic() - started)
     assert replica.cgroup.limit() == (millis * 100, 100_000)  # still the quota at the window's end
-    return Window(millis, rate, replica.cgroup.throttled_periods() - throttled)
+    return Window(millis, rate, replica.cgroup.throttled_periods() - throttled, cpu)
 
 
 def bolt_processes(replica: RunningReplica) -> int:
@@ -218,7 +221,15 @@ def test_a_saturated_bolt_runs_about_twice_as_fast_at_1000m_as_at_500m(
     half = statistics.mean(w.rate for w in windows if w.millis == 500)
     full = statistics.mean(w.rate for w in windows if w.millis == 1000)
     ratio = full / half
-    summary = ", ".join(f"{w.millis}m {w.rate:.1f}/s (throttled {w.throttled})" for w in windows)
-    print(f"bolt {BOLT} executed tuples/s: {summary}; ratio 1000m/500m {ratio:.2f}")
+    cpu_ratio = statistics.mean(w.cpu for w in windows if w.millis == 1000) / statistics.mean(
+        w.cpu for w in windows if w.millis == 500
+    )
+    summary = ", ".join(
+        f"{w.millis}m {w.rate:.1f}/s, {w.cpu:.3f} CPU s/s, {w.rate / w.cpu:.0f} tuples per CPU s "
+        f"(throttled {w.throttled})"
+        for w in windows
+    )
+    print(f"bolt {BOLT}: {summary}; ratio 1000m/500m {ratio:.2f} tuples/s, {cpu_ratio:.2f} CPU time")
     assert all(w.throttled > 0 for w in windows), f"the quota must bind in every window: {summary}"
-    assert 1.6 <= ratio <= 2.4, summary
+    assert 1.8 <= cpu_ratio <= 2.2, summary  # the limit governs CPU time
+    assert 1.6 <= ratio <= 2.4, summary  # and the bolt's cost is CPU time: its rate follows

@@ -10,6 +10,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -140,19 +141,34 @@ def test_replicas_follow_scaling_in_their_cgroups(
     wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the last cgroup to go")
 
 
-def iterations_per_second(log: Path, window_s: float) -> float:
-    """Measure the spin loop's rate over the next ``window_s`` seconds from its log."""
-    start = time.monotonic()
-    time.sleep(window_s)
-    end = time.monotonic()
+@dataclass(frozen=True)
+class Window:
+    """One limit's measurement: CPU seconds the cgroup received per wall second, loop iterations/s."""
+
+    millis: int
+    cpu: float
+    iterations: float
+
+
+def spin_counts(log: Path, start: float, end: float) -> list[tuple[float, int]]:
+    """The spin loop's ``(monotonic time, count)`` reports between ``start`` and ``end``."""
     samples = []
     for line in log.read_text().splitlines():
         stamp, _, count = line.partition(" ")
         if count.isdigit() and start <= float(stamp) <= end:
             samples.append((float(stamp), int(count)))
-    assert len(samples) >= 4 * window_s * 0.8, f"too few samples in {log}: {samples}"
+    return samples
+
+
+def measure_window(replica: RunningReplica, millis: int, window_s: float) -> Window:
+    """The cgroup's CPU usage over wall time and the loop's iterations/s over the next ``window_s``."""
+    start, used = time.monotonic(), replica.cgroup.usage_us()
+    time.sleep(window_s)
+    end, used = time.monotonic(), replica.cgroup.usage_us() - used
+    samples = spin_counts(replica.replica.log_path, start, end)
+    assert len(samples) >= 4 * window_s * 0.8, f"too few samples in {replica.replica.log_path}: {samples}"
     (t0, n0), (t1, n1) = samples[0], samples[-1]
-    return (n1 - n0) / (t1 - t0)
+    return Window(millis, used / 1e6 / (end - start), (n1 - n0) / (t1 - t0))
 
 
 def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
@@ -160,9 +176,11 @@ def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
 ) -> None:
     """One spin loop, its limit switched 500m/1000m four times through the Deployment (5 s per limit).
 
-    Each 500m window is paired with the 1000m window right after it and the median of the four
-    ratios is checked, so the machine's own speed drift (other load, a busy sibling hyperthread)
-    or one disturbed window does not decide the result.
+    A CPU limit governs CPU time, so the check is on the CPU time the cgroup received (its usage
+    counter over wall time): each 500m window is paired with the 1000m window right after it and the
+    median of the four ratios must be within [1.8, 2.2]. Loop iterations per second are printed, not
+    checked: how much work a CPU second buys depends on the machine (a throttled loop, cold again after
+    every throttled period, does less per CPU second; CI saw iteration ratios of 2.18 to 2.65).
     """
     name = "units"
     control_plane.kubectl(
@@ -171,31 +189,38 @@ def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
     wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
     replica = live(pod_runner, namespace, name)[0]
     time.sleep(1.0)  # let the interpreter start
-    ratios, rates = [], []
-    for _ in range(4):
-        half = measure_at(control_plane, namespace, name, replica, 500)
-        full = measure_at(control_plane, namespace, name, replica, 1000)
-        ratios.append(full / half)
-        rates.append((round(half), round(full)))
+    pairs = [
+        (
+            measure_at(control_plane, namespace, name, replica, 500),
+            measure_at(control_plane, namespace, name, replica, 1000),
+        )
+        for _ in range(4)
+    ]
     assert live(pod_runner, namespace, name)[0].proc.pid == replica.proc.pid  # the same loop throughout
-    median = statistics.median(ratios)
-    print(f"iterations/s (500m, 1000m): {rates}; median ratio {median:.2f}")
-    assert 1.6 <= median <= 2.4, f"ratios {[round(r, 2) for r in ratios]}, iterations/s {rates}"
+    cpu_ratios = [full.cpu / half.cpu for half, full in pairs]
+    loop_ratios = [full.iterations / half.iterations for half, full in pairs]
+    figures = [(round(half.cpu, 3), round(full.cpu, 3)) for half, full in pairs]
+    loops = [round(r, 2) for r in loop_ratios]
+    print(
+        f"CPU s per s (500m, 1000m): {figures}; median ratio {statistics.median(cpu_ratios):.2f}; "
+        f"iterations/s ratios {loops}, median {statistics.median(loop_ratios):.2f}"
+    )
+    assert 1.8 <= statistics.median(cpu_ratios) <= 2.2, f"CPU ratios {[round(r, 2) for r in cpu_ratios]}"
 
 
 def measure_at(
     control_plane: ControlPlane, namespace: str, name: str, replica: RunningReplica, millis: int
-) -> float:
+) -> Window:
     """Set the Deployment's CPU limit, wait for the cgroup's quota, measure the loop for 1.25 s."""
     limit = f"--limits=cpu={millis}m"
     control_plane.kubectl("set", "resources", "-n", namespace, f"deployment/{name}", limit)
     quota = (millis * 100, 100_000)
     wait_for(lambda: replica.cgroup.limit() == quota, SCALE_TIMEOUT_S, f"the {millis}m quota")
     throttled_before = replica.cgroup.throttled_periods()
-    rate = iterations_per_second(replica.replica.log_path, 1.25)
+    window = measure_window(replica, millis, 1.25)
     if millis < 1000:
         assert replica.cgroup.throttled_periods() > throttled_before  # the quota really bites
-    return rate
+    return window
 
 
 def test_a_custom_launcher_gets_the_replica_and_its_limit(

@@ -93,3 +93,30 @@ def test_v2_files(tmp_path: Path) -> None:
     group.apply(CpuResources(None, None))
     assert (group.path / "cpu.max").read_text() == "max 100000"
     assert group.limit() == (None, 100_000)
+
+
+def test_v1_with_cpuacct_apart_joins_a_twin_group_that_counts_cpu_time(tmp_path: Path) -> None:
+    fs = scratch_hierarchy(tmp_path, False)
+    (fs / "cpuacct").mkdir()
+    group = CpuCgroup.create("pods", "ns-d-0", CpuResources(500, 500), fs=fs)
+    assert group.acct == fs / "cpuacct" / "pods" / "ns-d-0"
+    assert group.join_files == [group.path / "cgroup.procs", group.acct / "cgroup.procs"]
+    (group.acct / "cpuacct.usage").write_text("2500000000\n")  # ns
+    assert group.usage_us() == 2_500_000
+
+
+def test_v1_without_cpuacct_and_v2_have_no_twin(tmp_path: Path) -> None:
+    unit = CpuResources(500, 500)
+    v1 = CpuCgroup.create("pods", "a", unit, fs=scratch_hierarchy(_mkdir(tmp_path / "v1"), False))
+    assert v1.acct is None
+    assert v1.join_files == [v1.path / "cgroup.procs"]
+    v2 = CpuCgroup.create("pods", "a", unit, fs=scratch_hierarchy(_mkdir(tmp_path / "v2"), True))
+    assert v2.acct is None
+    (v2.path / "cpu.stat").write_text("usage_usec 1234567\nuser_usec 1000000\nnr_throttled 3\n")
+    assert v2.usage_us() == 1_234_567
+    assert v2.throttled_periods() == 3
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir()
+    return path
