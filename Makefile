@@ -18,7 +18,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
 demo: venv prometheus
-	$(BIN)/python -m tests.harness.demo --budget 3
+	$(BIN)/python -m tests.harness.tools.demo --budget 3
 
 ## plan-demo: the planner alone, in a second: plan the thesis's topology 17 with 3 extra units (every strategy side by side)
 plan-demo: venv
@@ -46,40 +46,41 @@ bench: venv
 clean:
 	rm -rf $(VENV) .cache .run bench/out
 
-# The Kubernetes part of the test bed (tests/harness/kube*, controlplane.py). Standard library only: no venv needed.
+# The Kubernetes part of the test bed (tests/harness/kubernetes/, Go module in tests/harness/assets/kube/).
+# Standard library only: no venv needed.
 .PHONY: kube-bins cluster-up cluster-down
 
 ## kube-bins: build etcd, kube-apiserver, kube-controller-manager and kubectl into .cache/bin (only when missing)
 kube-bins:
-	$(PYTHON) -m tests.harness.kubebins
+	$(PYTHON) -m tests.harness.kubernetes.binaries
 
 ## cluster-up: start a local control plane in the background (state and logs under .run/); prints its kubeconfig
 cluster-up:
-	$(PYTHON) -m tests.harness.controlplane up
+	$(PYTHON) -m tests.harness.kubernetes.control_plane up
 
 ## cluster-down: stop the control plane that cluster-up started
 cluster-down:
-	$(PYTHON) -m tests.harness.controlplane down
+	$(PYTHON) -m tests.harness.kubernetes.control_plane down
 
-# The Storm and Prometheus part of the test bed (tests/harness/storm*, prometheus.py).
+# The Storm and Prometheus part of the test bed (tests/harness/storm/, tests/harness/prometheus/; poms in tests/harness/assets/storm/).
 .PHONY: storm-home prometheus storm-up storm-down
 
 ## storm-home: assemble Storm 2.8 from Maven Central into .cache/storm-<version>/ (only when missing)
 storm-home:
-	$(PYTHON) -m tests.harness.storm_home
+	$(PYTHON) -m tests.harness.storm.home
 
 ## prometheus: install Prometheus from Debian's package if /usr/bin/prometheus is missing (root)
 prometheus:
-	bash tests/harness/install_prometheus.sh
+	bash tests/harness/assets/install_prometheus.sh
 
 ## storm-up: start ZooKeeper, Nimbus and SUPERVISORS Supervisors in the background (state under .run/storm)
 SUPERVISORS ?= 1
 storm-up: venv storm-home
-	$(BIN)/python -m tests.harness.storm_cluster up --supervisors $(SUPERVISORS)
+	$(BIN)/python -m tests.harness.storm.cluster up --supervisors $(SUPERVISORS)
 
 ## storm-down: stop what storm-up started
 storm-down: venv
-	$(BIN)/python -m tests.harness.storm_cluster down
+	$(BIN)/python -m tests.harness.storm.cluster down
 
 # The aggregation job's benchmark (spark/, bench/aggregation.py): Spark local[2] against the single-process
 # engine on 1M, 10M and 50M samples (about 15 min on 2 cores); SIZES="1e6 1e7" runs fewer.
@@ -89,8 +90,8 @@ storm-down: venv
 bench-aggregation: venv
 	$(BIN)/python -m bench.aggregation $(if $(SIZES),--sizes $(SIZES))
 
-# helm for the chart tests (tests/harness/helm, helmbin.py). Standard library only.
+# helm for the chart tests (tests/harness/kubernetes/helm.py, Go module in tests/harness/assets/helm/). Standard library only.
 .PHONY: helm-bin
 ## helm-bin: build helm from Go modules into .cache/bin (only when missing)
 helm-bin:
-	$(PYTHON) -m tests.harness.helmbin
+	$(PYTHON) -m tests.harness.kubernetes.helm

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.accuracy import Report, run_budget_steps
-from tests.harness.controlplane import new_run_dir
-from tests.harness.scenarios import CONGESTED_LINEAR
-from tests.harness.stack import Stack
+from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.stack import Stack
+from tests.harness.process import new_run_dir
+from tests.harness.tools.accuracy import Report, run_budget_steps
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 

@@ -22,7 +22,7 @@ and their zero latency lowered the bottleneck's busy time, and raised its capaci
 ten minutes (measured before the counter existed, when this test waited 11 minutes).
 
 The measurement is independent of the pipeline: the sinks' executed counts on Nimbus's topology page,
-read when a worker heartbeat changes them, at both ends of the window (``tests/harness/measure.py``).
+read when a worker heartbeat changes them, at both ends of the window (``tests/harness/bed/measure.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import pytest
 from stormscale.operator.metrics.samples import Window
 from stormscale.operator.storm import NimbusClient
 from stormscale.planner import FlowModel, parse_profile, throughput
-from tests.harness.measure import (
+from tests.harness.bed.measure import (
     Measured,
     SinkCounter,
     rate_over,
@@ -49,9 +49,10 @@ from tests.harness.measure import (
     write_samples,
     write_structure,
 )
-from tests.harness.prometheus import Prometheus, StaticJob
-from tests.harness.storm_cluster import StormCluster, new_run_dir
-from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
+from tests.harness.process import new_run_dir
+from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm, pytest.mark.spark]
 
@@ -80,7 +81,7 @@ ENGINES_AGREE = 1e-4
 @pytest.fixture(scope="module")
 def cluster(storm_home: Path) -> Iterator[StormCluster]:
     """ZooKeeper + Nimbus + one Supervisor (one slot) of this module only."""
-    with StormCluster(new_run_dir() / "aggregation-real", storm_home) as storm:
+    with StormCluster(new_run_dir("storm-") / "aggregation-real", storm_home) as storm:
         storm.start_supervisor("aggregation-real-1")
         yield storm
 

@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.harness.controlplane import ControlPlane
-from tests.harness.measure import rate_over
-from tests.harness.podrunner import Command, PodRunner, Replica, RunningReplica
-from tests.harness.storm_cluster import StormCluster, new_run_dir
-from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
+from tests.harness.bed.measure import rate_over
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, RunningReplica
+from tests.harness.process import new_run_dir
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 
@@ -104,7 +105,7 @@ def workers(cpu: str) -> str:
 @pytest.fixture(scope="module")
 def cluster(storm_home: Path) -> Iterator[StormCluster]:
     """ZooKeeper + Nimbus of this module only, with no Supervisor of their own."""
-    storm = StormCluster(new_run_dir() / "bolt-units", storm_home)
+    storm = StormCluster(new_run_dir("storm-") / "bolt-units", storm_home)
     storm.launcher.extra_conf.update(WORKER_CONF)
     with storm:
         yield storm

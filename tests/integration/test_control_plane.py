@@ -17,8 +17,9 @@ import kopf
 import pytest
 from kubernetes import client
 
-from tests.harness import kubebins
-from tests.harness.controlplane import ControlPlane, Ports, StartupError
+from tests.harness.kubernetes import binaries
+from tests.harness.kubernetes.control_plane import ControlPlane, Ports
+from tests.harness.process import DaemonError
 
 pytestmark = pytest.mark.integration
 
@@ -34,8 +35,8 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
 
 def test_kubectl_reports_the_built_version_and_admin_identity(control_plane: ControlPlane) -> None:
     version = json.loads(control_plane.kubectl("version", "-o", "json"))
-    assert version["serverVersion"]["gitVersion"] == kubebins.kubernetes_version()
-    assert version["clientVersion"]["gitVersion"] == kubebins.kubernetes_version()
+    assert version["serverVersion"]["gitVersion"] == binaries.kubernetes_version()
+    assert version["clientVersion"]["gitVersion"] == binaries.kubernetes_version()
     whoami = json.loads(control_plane.kubectl("auth", "whoami", "-o", "json"))
     assert whoami["status"]["userInfo"]["username"] == "admin"
     assert "system:masters" in whoami["status"]["userInfo"]["groups"]
@@ -130,7 +131,7 @@ def test_a_daemon_that_cannot_bind_fails_startup_fast_with_its_log(
     ports = Ports(etcd_client=busy_port) if daemon == "etcd" else Ports(apiserver=busy_port)
     plane = ControlPlane(tmp_path, ports=ports, bin_dir=kube_binaries)
     started = time.monotonic()
-    with pytest.raises(StartupError) as failure:
+    with pytest.raises(DaemonError) as failure:
         plane.start()
     assert time.monotonic() - started < 60
     message = str(failure.value)

@@ -21,8 +21,8 @@ from stormscale.operator.storm import (
 )
 from stormscale.operator.storm.model import ALL_TIME, Kind, StreamId
 from stormscale.operator.storm.stats import executors_per_component
-from tests.harness.storm_cluster import StormCluster
-from tests.harness.storm_topology import Topology, kill, submit
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import Topology, kill, submit
 
 pytestmark = pytest.mark.storm
 

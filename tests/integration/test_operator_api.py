@@ -25,7 +25,7 @@ from stormscale.operator import handlers
 from stormscale.operator.policy import Policy
 from stormscale.operator.ports import Ports, UnavailableError
 from stormscale.planner import load_profile
-from tests.harness.controlplane import ControlPlane
+from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = pytest.mark.integration

@@ -24,9 +24,10 @@ from kubernetes import config
 from stormscale.operator import handlers
 from stormscale.operator.ports import Ports
 from stormscale.planner import Topology, load_profile
-from tests.harness.controlplane import ControlPlane, free_port
-from tests.harness.helmbin import ensure_helm
-from tests.harness.kubebins import kubernetes_version
+from tests.harness.kubernetes.binaries import kubernetes_version
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.helm import ensure_helm
+from tests.harness.process import free_port
 from tests.integration.test_operator_api import (
     condition,
     deployment,

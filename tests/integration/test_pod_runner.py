@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.harness import cpuspin
-from tests.harness.cgroups import CpuCgroup, cpu_root, is_v2
-from tests.harness.controlplane import ControlPlane
-from tests.harness.podrunner import Command, PodRunner, Replica, RunningReplica
+from tests.harness.kubernetes import cpuspin
+from tests.harness.kubernetes.cgroups import CpuCgroup, cpu_root, is_v2
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, RunningReplica
+from tests.harness.process import pid_gone
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
 
 
 def deployment(name: str, replicas: int, cpu: str, mode: str, fork: int = 0) -> dict[str, Any]:
-    """A Deployment whose container command runs tests/harness/cpuspin.py."""
+    """A Deployment whose container command runs tests/harness/kubernetes/cpuspin.py."""
     command = [sys.executable, cpuspin.__file__, mode, f"--fork={fork}"]
     return {
         "apiVersion": "apps/v1",
@@ -79,14 +80,6 @@ def cgroup_dir(namespace: str, name: str, index: int) -> Path:
 
 def live(runner: PodRunner, namespace: str, name: str) -> list[RunningReplica]:
     return [r for r in runner.replicas(namespace, name) if r.proc.poll() is None]
-
-
-def process_gone(pid: int) -> bool:
-    """True if ``pid`` no longer runs (absent, or a zombie waiting for its reaper)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def cgroup_of(pid: int) -> str:
@@ -134,7 +127,7 @@ def test_replicas_follow_scaling_in_their_cgroups(
     assert cgroup_dir(namespace, name, 0).is_dir()
     assert not cgroup_dir(namespace, name, 1).exists()
     assert not cgroup_dir(namespace, name, 2).exists()
-    wait_for(lambda: all(process_gone(pid) for pid in doomed_pids), 5, "stopped replicas' processes to end")
+    wait_for(lambda: all(pid_gone(pid) for pid in doomed_pids), 5, "stopped replicas' processes to end")
     wait_for(lambda: ready_replicas(kube_api, namespace, name) == 1, SCALE_TIMEOUT_S, "readyReplicas 1")
 
     control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
@@ -255,7 +248,7 @@ def test_a_custom_launcher_gets_the_replica_and_its_limit(
     assert live(pod_runner, namespace, "custom") == []  # the default runner ignores other labels
     runner.stop()
     assert not replica.cgroup.path.exists()
-    assert process_gone(replica.proc.pid)
+    assert pid_gone(replica.proc.pid)
 
 
 def test_a_replica_that_dies_is_restarted_in_its_cgroup(

@@ -9,10 +9,10 @@ import pytest
 from prometheus_api_client import PrometheusConnect
 from prometheus_client import CollectorRegistry, Counter, start_http_server
 
-from tests.harness.prometheus import Prometheus, StaticJob
-from tests.harness.storm_cluster import StormCluster
-from tests.harness.storm_process import free_port
-from tests.harness.storm_topology import kill, submit
+from tests.harness.process import free_port
+from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import kill, submit
 
 pytestmark = pytest.mark.storm
 

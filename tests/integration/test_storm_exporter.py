@@ -31,10 +31,10 @@ from stormscale.operator.metrics.queries import QUERIES
 from stormscale.operator.metrics.samples import SCHEMA
 from stormscale.operator.storm import NimbusClient, RebalanceRequest
 from stormscale.operator.storm.model import ALL_TIME, TEN_MINUTES
-from tests.harness.prometheus import Prometheus, StaticJob
-from tests.harness.storm_cluster import StormCluster
-from tests.harness.storm_process import free_port
-from tests.harness.storm_topology import Topology, kill, submit
+from tests.harness.bed.measure import running_exporter
+from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import Topology, kill, submit
 
 pytestmark = pytest.mark.storm
 
@@ -52,7 +52,6 @@ class Exporter:
     """The exporter process under test."""
 
     url: str
-    process: subprocess.Popen[bytes]
     scraped_since: float  # when Prometheus started scraping it (Unix seconds)
 
     def families(self) -> dict[str, dict[Key, float]]:
@@ -108,29 +107,13 @@ def exporter(
     storm_cluster: StormCluster, prometheus: Prometheus, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Exporter]:
     """``python -m stormscale.operator.exporter`` on a free port, scraped by Prometheus."""
-    ep, port = storm_cluster.endpoints, free_port()
-    argv = [sys.executable, "-m", "stormscale.operator.exporter", "--nimbus", f"{ep.host}:{ep.nimbus_port}"]
-    argv += ["--port", str(port), "--listen", "127.0.0.1", "--cache-seconds", "1"]
     log = tmp_path_factory.mktemp("exporter") / "exporter.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: healthz(url) is not None, 30, f"exporter never served /healthz: {log}")
-        prometheus.set_jobs([StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"])])
-        yield Exporter(url, process, time.time())
-    finally:
-        prometheus.set_jobs([])
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def healthz(url: str) -> str | None:
-    """The /healthz body, or None if the exporter does not answer."""
-    try:
-        return requests.get(f"{url}/healthz", timeout=2).text
-    except requests.RequestException:
-        return None
+    with running_exporter(storm_cluster.endpoints, log) as url:
+        try:
+            prometheus.set_jobs([StaticJob("stormscale-exporter", [url.removeprefix("http://")])])
+            yield Exporter(url, time.time())
+        finally:
+            prometheus.set_jobs([])
 
 
 def wait_until(ready: Callable[[], bool], timeout_s: float, what: str) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.storm_cluster import LOOPBACK, StormCluster
-from tests.harness.storm_process import DaemonError, port_open
+from tests.harness.process import DaemonError, port_open
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.daemons import LOOPBACK
 
 pytestmark = pytest.mark.storm
 

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.harness.controlplane import ControlPlane
-from tests.harness.podrunner import Command, PodRunner, Replica
-from tests.harness.storm_cluster import StormCluster
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
+from tests.harness.storm.cluster import StormCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 

@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.cgroups import CpuCgroup, CpuResources, parse_cpu_millis, quota_us, shares, weight
-from tests.harness.podrunner import cpu_resources, match_labels_selector
+from tests.harness.kubernetes.cgroups import (
+    CpuCgroup,
+    CpuResources,
+    parse_cpu_millis,
+    quota_us,
+    shares,
+    weight,
+)
+from tests.harness.kubernetes.pod_runner import cpu_resources, match_labels_selector
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from pathlib import Path
 from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import load_profile
-from tests.harness.accuracy import Report, Step, fitted, predictions
-from tests.harness.scenarios import CONGESTED_LINEAR
-from tests.harness.stack import storm_topology, worker_deployment
+from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.stack import storm_topology, worker_deployment
+from tests.harness.tools.accuracy import Report, Step, fitted, predictions
 
 LINEAR = load_profile(Path(__file__).parents[2] / "examples" / "profiles" / "thesis-linear.json")
 

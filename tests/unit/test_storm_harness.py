@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.harness.prometheus import SD_JOB, StaticJob, scrape_config
-from tests.harness.storm_cluster import StormEndpoints, SupervisorLauncher
-from tests.harness.storm_topology import (
+from tests.harness.prometheus.server import SD_JOB, StaticJob, scrape_config
+from tests.harness.storm.daemons import StormEndpoints, SupervisorLauncher
+from tests.harness.storm.topology import (
     SHAPES,
     TOPOLOGY_DIR,
     build_topology_jar,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,18 +25,20 @@ import requests
 from kubernetes import client, config
 
 from stormscale.operator.storm import NimbusClient
-from tests.harness import kubebins
-from tests.harness.controlplane import ControlPlane
-from tests.harness.measure import running_exporter
-from tests.harness.podrunner import Command, PodRunner, Replica
-from tests.harness.prometheus import Prometheus, StaticJob
-from tests.harness.storm_cluster import StormCluster
-from tests.harness.storm_home import ensure_storm_home
-from tests.harness.storm_process import DaemonError, free_port, log_tail, stop_process
-from tests.harness.storm_topology import Topology, kill, submit
+from tests.harness.bed.measure import running_exporter
+from tests.harness.kubernetes import binaries
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
+from tests.harness.paths import REPO_ROOT
+from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
+from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.home import ensure_storm_home
+from tests.harness.storm.topology import Topology, kill, submit
 
-REPO = Path(__file__).resolve().parents[2]
-CRD = REPO / "crds" / "stormtopologies.stormscale.io.yaml"
+CRD = REPO_ROOT / "crds" / "stormtopologies.stormscale.io.yaml"
+OPERATOR_READY_S = 120.0
+OPERATOR_STOP_GRACE_S = 15.0
 WORKERS_LABEL = "stormscale.io/storm-workers"
 SUPERVISORS_TIMEOUT_S = 300.0
 APPLY_TIMEOUT_S = 600.0
@@ -166,7 +167,7 @@ class Stack:
     def start(self) -> None:
         """Start every part, each after the previous one is ready."""
         self._step("Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
-        bins = kubebins.ensure_binaries()
+        bins = binaries.ensure_binaries()
         (self.run_dir / "kube").mkdir(parents=True, exist_ok=True)
         self.plane = self._exit.enter_context(ControlPlane(self.run_dir / "kube", bin_dir=bins))
         self.api = config.new_client_from_config(config_file=str(self.plane.kubeconfig))
@@ -241,12 +242,10 @@ class Stack:
         log = self.run_dir / "operator.log"
         env = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig), "STORMSCALE_INTERVAL_SECONDS": "5"}
         self._step(f"operator: kopf run (log {log})")
-        with log.open("wb") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        self._exit.callback(stop_process, process, 15)
-        wait_for(
-            lambda: _http_ok(f"http://127.0.0.1:{port}/healthz"), 120, f"operator /healthz ({log_tail(log)})"
-        )
+        operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
+        self._exit.callback(operator.stop, OPERATOR_STOP_GRACE_S)
+        healthz = f"http://127.0.0.1:{port}/healthz"
+        operator.wait_ready(lambda: _http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
 
     def apply_budget(self, scenario: Scenario, budget: int) -> None:
         nimbus_port = self.storm.endpoints.nimbus_port

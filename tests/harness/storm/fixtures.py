@@ -5,8 +5,6 @@
 - ``storm_cluster``: ZooKeeper + Nimbus, started once; ``start_supervisor``/``stop_supervisor`` add
   and remove Supervisors (one slot each). Everything is stopped at the end of the session.
 - ``storm_supervisor``: one Supervisor (one slot) shared by the session's topologies.
-- ``prometheus``: Prometheus on a loopback port scraping ``prometheus.sd_dir`` (installed from
-  Debian's package first if missing, which needs root).
 
 Nothing starts unless a test asks for it, so tests that do not use Storm pay nothing.
 """
@@ -18,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.prometheus import Prometheus
-from tests.harness.storm_cluster import StormCluster, new_run_dir
-from tests.harness.storm_home import ensure_storm_home
+from tests.harness.process import new_run_dir
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.home import ensure_storm_home
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +30,7 @@ def storm_home() -> Path:
 @pytest.fixture(scope="session")
 def storm_run_dir() -> Path:
     """This session's run directory for Storm and Prometheus state and logs."""
-    return new_run_dir()
+    return new_run_dir("storm-")
 
 
 @pytest.fixture(scope="session")
@@ -41,16 +39,6 @@ def storm_cluster(storm_home: Path, storm_run_dir: Path) -> Iterator[StormCluste
     cluster = StormCluster(storm_run_dir, storm_home)
     with cluster:
         yield cluster
-
-
-@pytest.fixture(scope="session")
-def prometheus(storm_run_dir: Path) -> Iterator[Prometheus]:
-    """A running Prometheus (2 s scrape interval) with a file_sd folder for task endpoints."""
-    server = Prometheus(storm_run_dir / "prometheus").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

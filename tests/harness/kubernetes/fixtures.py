@@ -1,4 +1,4 @@
-"""Session fixtures for the Kubernetes part of the test bed (registered in tests/conftest.py).
+"""Session fixtures of the Kubernetes part of the test bed (registered in tests/conftest.py).
 
 - ``kube_binaries``: builds etcd, kube-apiserver, kube-controller-manager and kubectl when missing.
 - ``control_plane``: a running :class:`ControlPlane`
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from tests.harness import kubebins
-from tests.harness.controlplane import ControlPlane, new_run_dir
-from tests.harness.podrunner import PodRunner
+from tests.harness.kubernetes import binaries
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import PodRunner
+from tests.harness.process import new_run_dir
 
 PodRunnerFactory = Callable[..., PodRunner]
 
@@ -31,11 +32,11 @@ def kube_binaries(pytestconfig: pytest.Config) -> Path:
 
     The build's progress lines go straight to the terminal, not into pytest's captured output.
     """
-    if not kubebins.missing_binaries():
-        return kubebins.BIN_DIR
+    if not binaries.missing_binaries():
+        return binaries.BIN_DIR
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-        return kubebins.ensure_binaries()
+        return binaries.ensure_binaries()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install Prometheus from Debian's package if /usr/bin/prometheus is missing (needs root).
 # The package's service is kept from starting (a temporary policy-rc.d): the test bed runs its own
-# Prometheus on a loopback port with a config it writes (tests/harness/prometheus.py).
+# Prometheus on a loopback port with a config it writes (tests/harness/prometheus/server.py).
 set -euo pipefail
 
 if [[ -x /usr/bin/prometheus ]]; then

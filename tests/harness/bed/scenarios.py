@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.harness.stack import Scenario
+from tests.harness.bed.stack import Scenario
 
 #: The thesis's linear shape (seed 000 Table 6.1: 1 → 2 → 3 → 4) under a load that congests it.
 #: One unit = a 200m pod; ``cost_us`` is CPU time per tuple, so a unit of 2 processes

@@ -33,7 +33,7 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.harness.cgroups import CpuCgroup, CpuResources, parse_cpu_millis, remove_if_empty
+from tests.harness.kubernetes.cgroups import CpuCgroup, CpuResources, parse_cpu_millis, remove_if_empty
 
 LOG = logging.getLogger(__name__)
 DEFAULT_SELECTOR = "stormscale.io/pod-runner=true"

@@ -1,14 +1,19 @@
-"""Processes of the Storm test bed: how one is launched, watched and stopped.
+"""The test bed's processes: how each daemon is launched, watched and stopped, and where it writes.
 
 A ``LaunchSpec`` is everything needed to start one daemon (argv, environment, working directory, log
 files); the pod runner can run it inside a cgroup itself. A ``Daemon`` is a started spec in its own
 session (so its process group holds the workers a Supervisor forks), stopped with SIGTERM then SIGKILL.
+Every part uses these: the control plane, the Storm daemons, Prometheus, the exporter and the operator.
+Free loopback ports, log tails and fresh run directories come from here too.
+
+Standard library only (``make cluster-up`` runs before the virtualenv exists).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -17,12 +22,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.harness.paths import RUN_ROOT
+
 LOG_TAIL_LINES = 50
 STOP_GRACE_S = 10.0
+POLL_S = 0.5
 
 
 class DaemonError(RuntimeError):
-    """A daemon exited or did not become ready; the message carries the tail of its logs."""
+    """A daemon exited, did not become ready or refused a request; the message carries its log tails."""
+
+
+def new_run_dir(prefix: str) -> Path:
+    """A fresh directory ``.run/<prefix><timestamp>-<random>/`` for one run's state and logs."""
+    path = RUN_ROOT / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    path.mkdir(parents=True)
+    return path
 
 
 def free_port() -> int:
@@ -66,7 +81,7 @@ class LaunchSpec:
     def tails(self) -> str:
         """The last lines of the daemon's log and of its console output."""
         parts = []
-        for path in (self.log, self.console):
+        for path in dict.fromkeys((self.log, self.console)):  # once if both are one file
             text = log_tail(path)
             if text:
                 parts.append(f"--- last {LOG_TAIL_LINES} lines of {path}:\n{text}")
@@ -103,7 +118,9 @@ class Daemon:
         """A DaemonError naming this daemon, with its log tails."""
         return DaemonError(f"{self.spec.name} {reason}\n{self.spec.tails()}")
 
-    def wait_ready(self, probe: Callable[[], bool], timeout_s: float, what: str) -> None:
+    def wait_ready(
+        self, probe: Callable[[], bool], timeout_s: float, what: str, every_s: float = POLL_S
+    ) -> None:
         """Poll ``probe`` until true; fail at once if the process exits, or after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
@@ -114,7 +131,7 @@ class Daemon:
                 return
             if time.monotonic() > deadline:
                 raise self.failure(f"not ready after {timeout_s:.0f} s: {what}")
-            time.sleep(0.5)
+            time.sleep(every_s)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_s``, then sweep leftovers."""
@@ -123,16 +140,6 @@ class Daemon:
             self.proc.wait(timeout=grace_s)
         if self.spec.marker:
             kill_marked(self.spec.marker)
-
-
-def stop_process(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    """SIGTERM ``process``, SIGKILL it if it is still there after ``grace_s``; wait for it either way."""
-    process.terminate()
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=grace_s)
 
 
 def stop_group(pgid: int, grace_s: float, gone: Callable[[], bool]) -> None:
@@ -148,6 +155,23 @@ def signal_group(pgid: int, sig: signal.Signals) -> None:
     """Send ``sig`` to a process group; a group that is gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def pid_gone(pid: int) -> bool:
+    """True if ``pid`` no longer runs (absent, or a zombie waiting for its parent's wait())."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+def runs_binary(pid: int, name: str) -> bool:
+    """True if ``pid`` runs a binary called ``name`` (guards against a recycled pid)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return Path(argv0).name == name
 
 
 def marked_pids(marker: str) -> list[int]:

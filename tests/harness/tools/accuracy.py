@@ -1,4 +1,4 @@
-"""Budget steps on a live stack, and the model accuracy report: predicted against measured throughput.
+"""The model accuracy report: budget steps on a live stack, predicted against measured throughput.
 
 For each budget: apply it through the StormTopology, wait for the operator to report it applied and
 for Storm to run it, let it settle, then measure the sinks' executed tuples/s from Nimbus's own
@@ -6,28 +6,33 @@ counters (independent of Prometheus and of the profile). At that steady state th
 again with the operator's own profiler; from it come (a) the *fit*: the throughput each flow model
 gives for the allocation that runs now, and (b) the *prediction* for the next budget: every strategy's
 plan under each flow model, before it is applied.
+
+The end-to-end test runs it (``tests/e2e/``); people run it on a stack of its own::
+
+    python -m tests.harness.tools.accuracy [--budgets 0 1 2 3]    # tables on stdout, JSON in the run dir
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
-from stormscale.operator.metrics.samples import SampleReader
 from stormscale.operator.policy import parse_spec
-from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
+from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.reconcile import planning_model
-from stormscale.operator.storm.model import ALL_TIME
 from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
-from tests.harness.measure import SinkCounter, rate_over
-from tests.harness.stack import Scenario, Stack, storm_topology, wait_for
+from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
+from tests.harness.bed.steady import applied_events, profile_now, sink_rate, wait_running
+from tests.harness.process import new_run_dir
 
-MEASURE_S = 90.0
-PROFILE_TIMEOUT_S = 300.0
+BUDGETS = (0, 1, 2, 3)
+REPORT_FILE = "accuracy-report.json"
 MODELS = (FlowModel.BACKPRESSURE, FlowModel.DROP)
 
 
@@ -109,29 +114,6 @@ def _num(x: float | None) -> str:
     return "–" if x is None else f"{x:.1f}"
 
 
-def sink_rate(stack: Stack, topology_id: str, sinks: Sequence[str], window_s: float = MEASURE_S) -> float:
-    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates."""
-    return rate_over(SinkCounter(stack.nimbus(), topology_id, tuple(sinks)), window_s).rate
-
-
-def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
-    """The profile exactly as the operator takes it (same profiler, same window, step and settle)."""
-    policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0)["spec"])
-    profiler = PrometheusProfiler(
-        SampleReader(stack.prometheus.url), NimbusGraphs(stack.nimbus()), policy.step_s, policy.settle_s
-    )
-
-    def attempt() -> MeasuredProfile | None:
-        try:
-            return profiler.profile(scenario.name, policy.window_s)
-        except StaleMetricsError as err:
-            stack.log(f"[profile] not yet: {err}")
-            return None
-
-    result: MeasuredProfile = wait_for(attempt, PROFILE_TIMEOUT_S, "a steady profile", every_s=10.0)
-    return result
-
-
 def predictions(
     measured: MeasuredProfile,
     scenario: Scenario,
@@ -155,32 +137,6 @@ def fitted(measured: MeasuredProfile) -> dict[str, float]:
     """Θ of the measured profile at the units it was measured with, per flow model."""
     units = measured.topology.units
     return {m.value: round(throughput(measured.topology, units, m), 3) for m in MODELS}
-
-
-def wait_running(stack: Stack, scenario: Scenario, total_units: int) -> None:
-    """Storm runs ``total_units`` workers for the topology and every executor reports."""
-
-    def running() -> bool:
-        summary = stack.nimbus().topology(scenario.name)
-        if summary is None or summary.status != "ACTIVE" or summary.workers != total_units:
-            return False
-        page = stack.nimbus().topology_page(summary.id, ALL_TIME).components
-        return all(page[c].executors >= 1 for c in scenario.components if c in page)
-
-    wait_for(running, 300, f"{total_units} workers running", every_s=2.0)
-
-
-def applied_events(stack: Stack, scenario: Scenario, budget: int) -> int:
-    """How many Normal ScalingApplied events announce ``budget``."""
-    text = stack.plane.kubectl("get", "events", "-n", stack.namespace, "-o", "json")
-    items = json.loads(text)["items"]
-    return sum(
-        int(e.get("count") or 1)
-        for e in items
-        if e.get("reason") == "ScalingApplied"
-        and e["involvedObject"].get("name") == scenario.name
-        and e.get("message", "").startswith(f"Applied budget {budget}:")
-    )
 
 
 def _keep(stack: Stack, name: str, document: Mapping[str, Any]) -> None:
@@ -239,3 +195,26 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         following = [b for b in budgets if b > budget][:1]  # the operator plans each step from the last
         previous = {str(b): predictions(profile, scenario, running, tasks, b - budget) for b in following}
     return Report(scenario.name, steps, scenario.strategy.lower())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start a stack, run the congested scenario through ``--budgets``, print and write the report."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.harness.tools.accuracy", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS), help="ascending, from 0")
+    args = parser.parse_args(argv)
+    scenario = CONGESTED_LINEAR
+    run_dir = new_run_dir("accuracy-")
+    print(f"[accuracy] run directory (all logs): {run_dir}")
+    with Stack(run_dir, namespace="accuracy") as stack:
+        stack.deploy(scenario)
+        stack.start_operator()
+        report = run_budget_steps(stack, scenario, args.budgets)
+    (run_dir / REPORT_FILE).write_text(json.dumps(report.to_json(), indent=2))
+    print("\n" + report.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

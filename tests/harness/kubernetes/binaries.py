@@ -1,7 +1,7 @@
-"""Build the Kubernetes test bed's binaries from the Go wrapper module in tests/harness/kube.
+"""Build the Kubernetes test bed's binaries from the Go wrapper module in tests/harness/assets/kube.
 
 Binaries go to .cache/bin/ and are built only when missing (or when the wrapper module changed).
-Run ``python3 -m tests.harness.kubebins`` from the repository root (``make kube-bins``); the pytest
+Run ``python3 -m tests.harness.kubernetes.binaries`` from the repository root (``make kube-bins``); the pytest
 fixtures call :func:`ensure_binaries` themselves.
 Standard library only, so it runs before the virtualenv exists.
 """
@@ -21,10 +21,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MODULE_DIR = Path(__file__).resolve().parent / "kube"
-BIN_DIR = REPO_ROOT / ".cache" / "bin"
-BUILD_LOG = REPO_ROOT / ".cache" / "build-kube.log"
+from tests.harness.paths import ASSETS, CACHE_DIR
+
+MODULE_DIR = ASSETS / "kube"
+BIN_DIR = CACHE_DIR / "bin"
+BUILD_LOG = CACHE_DIR / "build-kube.log"
 STAMP = BIN_DIR / ".kube-module.sha256"
 # Binary name == package directory in the wrapper module.
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
@@ -76,7 +77,7 @@ def _ldflags(version: str) -> str:
     return " ".join(["-s", "-w", *stamps])
 
 
-def _go_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
     """Environment for a reproducible, static build with the local Go toolchain."""
     env = dict(os.environ)
     env.update(CGO_ENABLED="0", GOFLAGS="-trimpath -mod=readonly -buildvcs=false")
@@ -85,7 +86,7 @@ def _go_env() -> dict[str, str]:
 
 
 @contextmanager
-def _build_lock() -> Iterator[None]:
+def build_lock() -> Iterator[None]:
     """Serialise builds between concurrent callers (pytest and make, or parallel sessions)."""
     BIN_DIR.mkdir(parents=True, exist_ok=True)
     with (BIN_DIR / ".build.lock").open("w") as lock:
@@ -108,7 +109,7 @@ def _run_go_build(names: Sequence[str], out_dir: Path) -> None:
     with BUILD_LOG.open("w") as log:
         log.write(" ".join(cmd) + "\n")
         proc = subprocess.Popen(
-            cmd, cwd=MODULE_DIR, env=_go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            cmd, cwd=MODULE_DIR, env=go_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -130,7 +131,7 @@ def ensure_binaries() -> Path:
         raise BuildError(
             "the Go toolchain ('go') is not on PATH; it is needed to build the Kubernetes test bed"
         )
-    with _build_lock():
+    with build_lock():
         names = missing_binaries()
         if not names:
             return BIN_DIR

@@ -2,7 +2,7 @@
 
 The jar is a zip written at run time into the run directory: ``resources/storm.py`` (from the
 STORM_HOME, extracted from the multilang-python jar at build time) plus the project's multilang
-scripts from ``topologies/resources/``. Each shape (``linear``, ``diamond``, ``topology10``) is a
+scripts from ``assets/topologies/resources/``. Each shape (``linear``, ``diamond``, ``topology10``) is a
 Flux YAML with dollar-brace placeholders whose defaults sit in ``<shape>.properties``; overrides are
 merged and handed to Flux with ``--filter``.
 """
@@ -21,10 +21,11 @@ from urllib.parse import quote
 
 from stormscale.operator.storm import TopologyNotFoundError
 from stormscale.operator.storm.model import ComponentAggregate
-from tests.harness.storm_cluster import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
-from tests.harness.storm_process import DaemonError, log_tail
+from tests.harness.paths import ASSETS
+from tests.harness.process import DaemonError, log_tail
+from tests.harness.storm.daemons import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
 
-TOPOLOGY_DIR = Path(__file__).resolve().parent / "topologies"
+TOPOLOGY_DIR = ASSETS / "topologies"
 SHAPES = ("linear", "diamond", "topology10")
 SUBMIT_TIMEOUT_S = 180.0
 ACTIVE_TIMEOUT_S = 60.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -25,8 +26,8 @@ from stormscale.operator.metrics.samples import SampleReader, Window, write_parq
 from stormscale.operator.storm import NimbusClient
 from stormscale.operator.storm.model import Kind
 from stormscale.operator.storm.stats import tasks_per_component
-from tests.harness.storm_cluster import StormEndpoints
-from tests.harness.storm_process import DaemonError, free_port, log_tail, stop_process
+from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
+from tests.harness.storm.daemons import StormEndpoints
 
 POLL_S = 0.25
 REPORT_TIMEOUT_S = 30.0
@@ -107,18 +108,13 @@ def running_exporter(endpoints: StormEndpoints, log: Path, timeout_s: float = 30
     argv += ["--nimbus", f"{endpoints.host}:{endpoints.nimbus_port}", "--port", str(port)]
     argv += ["--listen", "127.0.0.1", "--cache-seconds", "1"]
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    exporter = Daemon(LaunchSpec("exporter", argv, dict(os.environ), Path.cwd(), log, log))
     try:
-        deadline = time.monotonic() + timeout_s
-        while healthz(url) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise DaemonError(f"exporter never served /healthz:\n{log_tail(log)}")
-            time.sleep(0.5)
+        exporter.wait_ready(lambda: healthz(url) is not None, timeout_s, f"{url}/healthz answers")
         yield url
     finally:
-        stop_process(process, grace_s=10)
+        exporter.stop()
 
 
 def write_samples(prometheus_url: str, topology: str, window: Window, out: Path) -> int:

@@ -1,11 +1,11 @@
-"""A STORM_HOME for the test bed, assembled from Maven Central by tests/harness/storm/pom.xml.
+"""A STORM_HOME for the test bed, assembled from Maven Central by tests/harness/assets/storm/pom.xml.
 
 ``ensure_storm_home()`` builds ``.cache/storm-<version>/`` once (lib/, lib-worker/, extlib/,
 multilang/resources/storm.py from Maven; log4j2/, conf/, public/ from here) and returns it at once
 when it is complete. A lock file keeps two processes from building at the same time. Standard library
 only, so ``make storm-home`` needs no virtualenv::
 
-    python3 -m tests.harness.storm_home        # build if missing, print the path
+    python3 -m tests.harness.storm.home        # build if missing, print the path
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-POM_DIR = Path(__file__).resolve().parent / "storm"
+from tests.harness.paths import ASSETS, CACHE_DIR
+
+POM_DIR = ASSETS / "storm"
 STORM_VERSION = "2.8.3"
 MARKER = ".complete"
 REQUIRED = (
@@ -46,7 +47,7 @@ def _stderr(line: str) -> None:
 
 def storm_home_dir(version: str = STORM_VERSION) -> Path:
     """Where the STORM_HOME of ``version`` lives (built or not)."""
-    return REPO_ROOT / ".cache" / f"storm-{version}"
+    return CACHE_DIR / f"storm-{version}"
 
 
 def missing_parts(home: Path, version: str = STORM_VERSION) -> list[str]:

@@ -1,7 +1,7 @@
-"""Build the helm CLI from the Go wrapper module in tests/harness/helm into .cache/bin (when missing).
+"""Build the helm CLI from the Go wrapper module in tests/harness/assets/helm into .cache/bin (when missing).
 
-``python3 -m tests.harness.helmbin`` (``make helm-bin``); the chart tests call :func:`ensure_helm`.
-Standard library only. Shares the build lock and Go settings of :mod:`tests.harness.kubebins`.
+``python3 -m tests.harness.kubernetes.helm`` (``make helm-bin``); the chart tests call :func:`ensure_helm`.
+Standard library only. Shares the build lock and Go settings of :mod:`tests.harness.kubernetes.binaries`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from tests.harness.kubebins import BIN_DIR, REPO_ROOT, BuildError, _build_lock, _go_env
+from tests.harness.kubernetes.binaries import BIN_DIR, BuildError, build_lock, go_env
+from tests.harness.paths import ASSETS, CACHE_DIR
 
-MODULE_DIR = Path(__file__).resolve().parent / "helm"
+MODULE_DIR = ASSETS / "helm"
 HELM = BIN_DIR / "helm"
-BUILD_LOG = REPO_ROOT / ".cache" / "build-helm.log"
+BUILD_LOG = CACHE_DIR / "build-helm.log"
 
 
 def helm_version() -> str:
@@ -39,7 +40,7 @@ def ensure_helm() -> Path:
         return HELM
     if shutil.which("go") is None:
         raise BuildError("the Go toolchain ('go') is not on PATH; it is needed to build helm")
-    with _build_lock():
+    with build_lock():
         if os.access(HELM, os.X_OK):
             return HELM
         version = helm_version()
@@ -49,7 +50,7 @@ def ensure_helm() -> Path:
         cmd = ["go", "build", "-ldflags", ldflags, "-o", str(HELM) + ".tmp", "helm.sh/helm/v3/cmd/helm"]
         with BUILD_LOG.open("w") as log:
             done = subprocess.run(
-                cmd, cwd=MODULE_DIR, env=_go_env(), stdout=log, stderr=subprocess.STDOUT, check=False
+                cmd, cwd=MODULE_DIR, env=go_env(), stdout=log, stderr=subprocess.STDOUT, check=False
             )
         if done.returncode != 0:
             tail = "".join(BUILD_LOG.read_text().splitlines(keepends=True)[-40:])

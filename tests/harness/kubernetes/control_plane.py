@@ -4,30 +4,27 @@ Every daemon listens on 127.0.0.1 at ports chosen at run time. Clients authentic
 bearer token (group system:masters); TLS uses the certificate the API server generates for itself,
 whose CA goes into the kubeconfig. State and logs live in one run directory (.run/<timestamp>/).
 There is no kubelet and no scheduler: Deployments get ReplicaSets and Pods, and the pod runner
-(tests/harness/podrunner.py) stands in for the kubelet.
+(tests/harness/kubernetes/pod_runner.py) stands in for the kubelet.
 
 Standard library only, so ``make cluster-up`` needs no virtualenv::
 
-    python3 -m tests.harness.controlplane up      # start in the background, print the kubeconfig path
-    python3 -m tests.harness.controlplane down    # stop what ``up`` started
+    python3 -m tests.harness.kubernetes.control_plane up    # start in the background, print the kubeconfig
+    python3 -m tests.harness.kubernetes.control_plane down  # stop what ``up`` started
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
+import functools
 import json
 import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -35,96 +32,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tests.harness import kubebins
+from tests.harness.kubernetes import binaries
+from tests.harness.paths import RUN_ROOT
+from tests.harness.process import (
+    STOP_GRACE_S,
+    Daemon,
+    DaemonError,
+    LaunchSpec,
+    free_port,
+    new_run_dir,
+    pid_gone,
+    runs_binary,
+    stop_group,
+)
 
-RUN_ROOT = kubebins.REPO_ROOT / ".run"
 CLUSTER_LINK = RUN_ROOT / "cluster"
 READY_TIMEOUT_S = 120.0
-STOP_GRACE_S = 10.0
-LOG_TAIL_LINES = 50
+READY_POLL_S = 0.25
 STATE_FILE = "state.json"
-
-
-class StartupError(RuntimeError):
-    """A daemon exited or did not become ready; the message has the tail of its log."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file (empty if it does not exist)."""
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except FileNotFoundError:
-        return ""
-
-
-@dataclass
-class Daemon:
-    """One child process in its own process group, with stdout and stderr in ``log``."""
-
-    name: str
-    argv: list[str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        """Launch the process (non-blocking)."""
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def exited(self) -> int | None:
-        """The exit code if the process has ended, else None."""
-        return None if self.proc is None else self.proc.poll()
-
-    def failure(self, reason: str) -> StartupError:
-        """A StartupError naming this daemon, with its log tail."""
-        return StartupError(
-            f"{self.name} {reason}; last {LOG_TAIL_LINES} lines of {self.log}:\n{log_tail(self.log)}"
-        )
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM the process group, then SIGKILL it after ``grace_s``."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            _signal_group(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=grace_s)
-        _signal_group(self.proc.pid, signal.SIGKILL)  # leftovers in the group, if any
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-
-
-def wait_until_ready(daemon: Daemon, probe: Callable[[], bool], timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Poll ``probe`` until it is true; fail fast if the daemon exits, or after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        code = daemon.exited()
-        if code is not None:
-            raise daemon.failure(f"exited with code {code} during startup")
-        if probe():
-            return
-        time.sleep(0.25)
-    raise daemon.failure(f"was not ready after {timeout_s:.0f} s")
 
 
 def http_ok(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> bool:
@@ -155,21 +80,13 @@ class Ports:
     controller_manager: int = field(default_factory=free_port)
 
 
-def new_run_dir(prefix: str = "") -> Path:
-    """A fresh directory .run/<prefix><timestamp>-<random>/ for one control plane."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = RUN_ROOT / f"{prefix}{stamp}-{secrets.token_hex(2)}"
-    path.mkdir(parents=True)
-    return path
-
-
 @dataclass
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager on loopback; use as a context manager."""
 
     run_dir: Path
     ports: Ports = field(default_factory=Ports)
-    bin_dir: Path = kubebins.BIN_DIR
+    bin_dir: Path = binaries.BIN_DIR
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     daemons: list[Daemon] = field(default_factory=list)
 
@@ -227,26 +144,29 @@ class ControlPlane:
     ) -> None:
         self.stop()
 
-    def _start(self, daemon: Daemon, probe: Callable[[], bool]) -> None:
+    def _start(self, spec: LaunchSpec, probe: Callable[[], bool]) -> None:
+        """Start one daemon and wait until ``probe`` says it serves (fail fast if it exits)."""
+        daemon = Daemon(spec)
         self.daemons.append(daemon)
-        daemon.start()
-        wait_until_ready(daemon, probe)
+        daemon.wait_ready(probe, READY_TIMEOUT_S, f"{spec.name} serves", every_s=READY_POLL_S)
 
-    def _daemon(self, name: str, args: Sequence[str]) -> Daemon:
-        return Daemon(name, [str(self.bin_dir / name), *args], self.run_dir / f"{name}.log")
+    def _daemon(self, name: str, args: Sequence[str]) -> LaunchSpec:
+        """The launch spec of the binary ``name`` (its log is its console output)."""
+        log = self.run_dir / f"{name}.log"
+        return LaunchSpec(name, [str(self.bin_dir / name), *args], dict(os.environ), self.run_dir, log, log)
 
     def _write_credentials(self) -> None:
         """The static token file and the service-account signing key (one RSA key for both SA flags)."""
         (self.run_dir / "tokens.csv").write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
         if shutil.which("openssl") is None:
-            raise StartupError("openssl is needed to make the service-account key (Debian package openssl)")
+            raise DaemonError("openssl is needed to make the service-account key (Debian package openssl)")
         subprocess.run(
             ["openssl", "genrsa", "-out", str(self.run_dir / "sa.key"), "2048"],
             check=True,
             capture_output=True,
         )
 
-    def _etcd(self) -> Daemon:
+    def _etcd(self) -> LaunchSpec:
         client = f"http://127.0.0.1:{self.ports.etcd_client}"
         peer = f"http://127.0.0.1:{self.ports.etcd_peer}"
         return self._daemon(
@@ -265,7 +185,7 @@ class ControlPlane:
     def _etcd_ready(self) -> bool:
         return http_ok(f"http://127.0.0.1:{self.ports.etcd_client}/health")
 
-    def _apiserver(self) -> Daemon:
+    def _apiserver(self) -> LaunchSpec:
         sa_key = self.run_dir / "sa.key"
         return self._daemon(
             "kube-apiserver",
@@ -290,7 +210,7 @@ class ControlPlane:
     def _apiserver_ready(self) -> bool:
         return http_ok(f"{self.server}/readyz", self.token, _unverified_tls())
 
-    def _controller_manager(self) -> Daemon:
+    def _controller_manager(self) -> LaunchSpec:
         return self._daemon(
             "kube-controller-manager",
             [
@@ -324,7 +244,7 @@ class ControlPlane:
         state = {
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
-            "daemons": [{"name": d.name, "pid": d.proc.pid if d.proc else None} for d in self.daemons],
+            "daemons": [{"name": d.spec.name, "pid": d.pid} for d in self.daemons],
         }
         (self.run_dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
@@ -356,7 +276,7 @@ def serving_ca(cert_chain: Path) -> str:
     """The CA of a self-generated serving certificate: the last PEM block of its chain file."""
     blocks = _PEM_BLOCK.findall(cert_chain.read_text())
     if not blocks:
-        raise StartupError(f"no certificate in {cert_chain}")
+        raise DaemonError(f"no certificate in {cert_chain}")
     last: str = blocks[-1]
     return last if last.endswith("\n") else last + "\n"
 
@@ -367,42 +287,15 @@ def stop_detached(run_dir: Path, grace_s: float = STOP_GRACE_S) -> list[str]:
     stopped = []
     for entry in reversed(state["daemons"]):
         pid = entry["pid"]
-        if pid and _is_our_daemon(pid, entry["name"]):
-            _signal_group(pid, signal.SIGTERM)
-            if not _wait_gone(pid, grace_s):
-                _signal_group(pid, signal.SIGKILL)
+        if pid and runs_binary(pid, entry["name"]):
+            stop_group(pid, grace_s, functools.partial(pid_gone, pid))
             stopped.append(entry["name"])
     return stopped
 
 
-def _is_our_daemon(pid: int, name: str) -> bool:
-    """Guard against a recycled pid: the process must still run the daemon's binary."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return Path(argv0).name == name
-
-
-def _wait_gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not Path(f"/proc/{pid}").exists() or "(Z)" in _proc_state(pid):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _proc_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:4]
-    except FileNotFoundError:
-        return "(Z)"
-
-
 def cluster_up() -> ControlPlane:
     """Build what is missing, start a detached control plane, point .run/cluster at it."""
-    kubebins.ensure_binaries()
+    binaries.ensure_binaries()
     if CLUSTER_LINK.exists():
         raise SystemExit(f"a control plane is already up ({CLUSTER_LINK.resolve()}); run `make cluster-down`")
     plane = ControlPlane(new_run_dir("cluster-")).start()
@@ -425,7 +318,7 @@ def cluster_down() -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``up`` or ``down`` for people (``make cluster-up`` / ``make cluster-down``)."""
-    parser = argparse.ArgumentParser(prog="python3 -m tests.harness.controlplane")
+    parser = argparse.ArgumentParser(prog="python3 -m tests.harness.kubernetes.control_plane")
     parser.add_argument("command", choices=["up", "down"])
     args = parser.parse_args(argv)
     if args.command == "up":

@@ -6,7 +6,7 @@ under a load that congests it; start the operator; apply a StormTopology with bu
 the plan the operator will apply for the new budget (every strategy side by side); raise the budget;
 measure again; print before and after. Everything stops at the end (or on Ctrl-C).
 
-    python -m tests.harness.demo [--budget 3]
+    python -m tests.harness.tools.demo [--budget 3]
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from stormscale.operator.policy import parse_spec
 from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, compare_strategies
 from stormscale.planner.render import plan_report
-from tests.harness.accuracy import profile_now, sink_rate, wait_running
-from tests.harness.controlplane import new_run_dir
-from tests.harness.scenarios import CONGESTED_LINEAR
-from tests.harness.stack import Scenario, Stack, storm_topology
+from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
+from tests.harness.bed.steady import profile_now, sink_rate, wait_running
+from tests.harness.process import new_run_dir
 
 
 def measure(stack: Stack, scenario: Scenario, budget: int) -> tuple[dict[str, Any], float]:
@@ -58,7 +58,9 @@ def show_plan(stack: Stack, scenario: Scenario, running: dict[str, int], budget:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.harness.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.harness.tools.demo", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--budget", type=int, default=3, help="units to add (1-3 fit the demo's tasks)")
     args = parser.parse_args(argv)
     if not 1 <= args.budget <= 3:

@@ -17,10 +17,11 @@ from typing import Any
 
 import requests
 
-from tests.harness.storm_process import Daemon, DaemonError, LaunchSpec, free_port
+from tests.harness.paths import ASSETS
+from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
 
 PROMETHEUS_BIN = Path("/usr/bin/prometheus")
-INSTALL_SCRIPT = Path(__file__).resolve().parent / "install_prometheus.sh"
+INSTALL_SCRIPT = ASSETS / "install_prometheus.sh"
 READY_TIMEOUT_S = 60.0
 SCRAPE_INTERVAL_S = 2
 SD_JOB = "stormscale-tasks"

@@ -1,0 +1,73 @@
+"""A live stack at a steady state: the topology runs as planned, its sinks' rate, its profile.
+
+- ``wait_running``: Storm runs the expected number of workers and every executor reports.
+- ``sink_rate``: the sinks' executed tuples/s from Nimbus's own counters (independent of Prometheus).
+- ``profile_now``: the profile exactly as the operator takes it (same profiler, window, step, settle).
+- ``applied_events``: the Normal ScalingApplied events the operator posted for a budget.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
+from stormscale.operator.metrics.samples import SampleReader
+from stormscale.operator.policy import parse_spec
+from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
+from stormscale.operator.storm.model import ALL_TIME
+from tests.harness.bed.measure import SinkCounter, rate_over
+from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
+
+MEASURE_S = 90.0
+PROFILE_TIMEOUT_S = 300.0
+RUNNING_TIMEOUT_S = 300.0
+
+
+def wait_running(stack: Stack, scenario: Scenario, total_units: int) -> None:
+    """Storm runs ``total_units`` workers for the topology and every executor reports."""
+
+    def running() -> bool:
+        summary = stack.nimbus().topology(scenario.name)
+        if summary is None or summary.status != "ACTIVE" or summary.workers != total_units:
+            return False
+        page = stack.nimbus().topology_page(summary.id, ALL_TIME).components
+        return all(page[c].executors >= 1 for c in scenario.components if c in page)
+
+    wait_for(running, RUNNING_TIMEOUT_S, f"{total_units} workers running", every_s=2.0)
+
+
+def sink_rate(stack: Stack, topology_id: str, sinks: Sequence[str], window_s: float = MEASURE_S) -> float:
+    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates."""
+    return rate_over(SinkCounter(stack.nimbus(), topology_id, tuple(sinks)), window_s).rate
+
+
+def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
+    """The profile exactly as the operator takes it (same profiler, same window, step and settle)."""
+    policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0)["spec"])
+    profiler = PrometheusProfiler(
+        SampleReader(stack.prometheus.url), NimbusGraphs(stack.nimbus()), policy.step_s, policy.settle_s
+    )
+
+    def attempt() -> MeasuredProfile | None:
+        try:
+            return profiler.profile(scenario.name, policy.window_s)
+        except StaleMetricsError as err:
+            stack.log(f"[profile] not yet: {err}")
+            return None
+
+    result: MeasuredProfile = wait_for(attempt, PROFILE_TIMEOUT_S, "a steady profile", every_s=10.0)
+    return result
+
+
+def applied_events(stack: Stack, scenario: Scenario, budget: int) -> int:
+    """How many Normal ScalingApplied events announce ``budget``."""
+    text = stack.plane.kubectl("get", "events", "-n", stack.namespace, "-o", "json")
+    items = json.loads(text)["items"]
+    return sum(
+        int(e.get("count") or 1)
+        for e in items
+        if e.get("reason") == "ScalingApplied"
+        and e["involvedObject"].get("name") == scenario.name
+        and e.get("message", "").startswith(f"Applied budget {budget}:")
+    )
