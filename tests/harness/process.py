@@ -16,8 +16,11 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +57,16 @@ def port_open(host: str, port: int, timeout_s: float = 1.0) -> bool:
         with socket.create_connection((host, port), timeout=timeout_s):
             return True
     except OSError:
+        return False
+
+
+def http_ok(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> bool:
+    """True if GET ``url`` answers 200 within 2 s."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
         return False
 
 

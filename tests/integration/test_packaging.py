@@ -12,7 +12,6 @@ import os
 import secrets
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from stormscale.planner import Topology, load_profile
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
-from tests.harness.process import free_port
+from tests.harness.process import free_port, http_ok
 from tests.integration.test_operator_api import (
     condition,
     deployment,
@@ -274,15 +273,8 @@ def test_image_contents_install_and_the_entry_point_serves_health(
     log = (tmp_path / "operator.log").open("w")
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-
-        def healthy() -> bool:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-                    return bool(response.status == 200)
-            except OSError:
-                return False
-
-        eventually(healthy, timeout_s=90, what="the installed operator's /healthz")
+        healthz = f"http://127.0.0.1:{port}/healthz"
+        eventually(lambda: http_ok(healthz), timeout_s=90, what="the installed operator's /healthz")
         control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
         degraded = eventually(

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
 from kubernetes import client, config
 
 from stormscale.operator.storm import NimbusClient
@@ -30,7 +29,7 @@ from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.paths import REPO_ROOT
-from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
+from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port, http_ok
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.home import ensure_storm_home
@@ -245,7 +244,7 @@ class Stack:
         operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
         self._exit.callback(operator.stop, OPERATOR_STOP_GRACE_S)
         healthz = f"http://127.0.0.1:{port}/healthz"
-        operator.wait_ready(lambda: _http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
+        operator.wait_ready(lambda: http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
 
     def apply_budget(self, scenario: Scenario, budget: int) -> None:
         nimbus_port = self.storm.endpoints.nimbus_port
@@ -276,13 +275,6 @@ class Stack:
 
         result: dict[str, Any] = wait_for(applied, timeout_s, f"budget {budget} applied", every_s=2.0)
         return result
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=2).ok
-    except requests.RequestException:
-        return False
 
 
 @contextlib.contextmanager

@@ -25,8 +25,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +38,7 @@ from tests.harness.process import (
     DaemonError,
     LaunchSpec,
     free_port,
+    http_ok,
     new_run_dir,
     pid_gone,
     runs_binary,
@@ -50,16 +49,6 @@ CLUSTER_LINK = RUN_ROOT / "cluster"
 READY_TIMEOUT_S = 120.0
 READY_POLL_S = 0.25
 STATE_FILE = "state.json"
-
-
-def http_ok(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> bool:
-    """True if GET ``url`` answers 200 within 2 s."""
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(request, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def _unverified_tls() -> ssl.SSLContext:
