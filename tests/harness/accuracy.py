@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
-from stormscale.operator.metrics.samples import SampleReader
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.operator.reconcile import planning_model
-from stormscale.operator.storm.model import ALL_TIME
 from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
+from stormscale.storm.model import ALL_TIME
+from stormscale.storm.samples.reader import SampleReader
 from tests.harness.measure import SinkCounter, rate_over
 from tests.harness.stack import Scenario, Stack, storm_topology, wait_for
 

@@ -25,7 +25,7 @@ from typing import Any
 import requests
 from kubernetes import client, config
 
-from stormscale.operator.storm import NimbusClient
+from stormscale.storm import NimbusClient
 from tests.harness import kubebins
 from tests.harness.controlplane import ControlPlane
 from tests.harness.measure import running_exporter

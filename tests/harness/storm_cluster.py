@@ -9,7 +9,7 @@ Tuned for tests, not production: ``topology.stats.sample.rate: 1.0`` (Storm samp
 so counts move in steps of 20) and ``executor.metrics.frequency.secs: 5`` (workers report executor
 stats to Nimbus every 60 s by default). There is no Storm UI: ``storm-webapp`` does not resolve on
 the reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift with the
-product's client (``stormscale.operator.storm``). ZooKeeper is ZooKeeper's own server class on
+product's client (``stormscale.storm``). ZooKeeper is ZooKeeper's own server class on
 127.0.0.1; Storm's Nimbus Thrift, Supervisor Thrift and worker Netty servers have no bind-address
 setting and bind the wildcard address.
 """
@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from stormscale.operator.storm import Endpoint, NimbusClient
-from stormscale.operator.storm.model import ClusterSummary
+from stormscale.storm import Endpoint, NimbusClient
+from stormscale.storm.model import ClusterSummary
 from tests.harness.storm_home import REPO_ROOT, ensure_storm_home
 from tests.harness.storm_process import (
     Daemon,

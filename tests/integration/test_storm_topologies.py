@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stormscale.operator.storm.model import ComponentAggregate
+from stormscale.storm.model import ComponentAggregate
 from tests.harness.storm_cluster import StormCluster
 from tests.harness.storm_process import marked_pids
 from tests.harness.storm_topology import Topology, kill, submit, wait_for_stats
