@@ -33,7 +33,7 @@ import highspy
 import numpy as np
 
 from stormscale.planner.flow import FlowModel, throughput
-from stormscale.planner.model import Topology, Units
+from stormscale.planner.model import Topology, Units, add_allocation
 
 MAX_SPOUT_COMBINATIONS = 4096
 
@@ -224,7 +224,7 @@ def _backpressure_program(
 ) -> tuple[_Program, dict[int, int]]:
     """The program for fixed spout units (``fixed``: extra units already given to scalable spouts)."""
     program = _Program()
-    state = tuple(u + fixed.get(i, 0) for i, u in enumerate(units))
+    state = add_allocation(topology, units, fixed)
     cols = _unit_columns(program, topology, units, budget, fixed)
     comps = topology.components
     profiles = {i: _source_profile(topology, state, i) for i in _sources(topology)}
@@ -346,7 +346,7 @@ def _solve_each(
             continue
         extra = dict(fixed)
         extra.update({v: round(values[col]) for v, col in cols.items() if round(values[col]) != 0})
-        state = tuple(u + extra.get(i, 0) for i, u in enumerate(units))
+        state = add_allocation(topology, units, extra)
         result = OptimalResult(extra, throughput(topology, state, model), upper, solved)
         if best is None or result.throughput > best.throughput + 1e-9:
             best = result
