@@ -154,12 +154,16 @@ def backpressure_rates(topology: Topology, units: Units) -> BackpressureRates:
     return BackpressureRates(tuple(demands), tuple(throttles), tuple(inputs), tuple(outputs))
 
 
-def throughput(topology: Topology, units: Units, model: FlowModel) -> float:
-    """Θ: the sum of the sinks' outputs under ``model``."""
+def component_outputs(topology: Topology, units: Units, model: FlowModel) -> tuple[float, ...]:
+    """``O_v`` of every component under ``model``."""
     if model is FlowModel.DROP:
-        outputs = drop_rates(topology, units).outputs
-    else:
-        outputs = backpressure_rates(topology, units).outputs
+        return drop_rates(topology, units).outputs
+    return backpressure_rates(topology, units).outputs
+
+
+def throughput(topology: Topology, units: Units, model: FlowModel) -> float:
+    """Θ = Σ_{sinks s} O_s under ``model``."""
+    outputs = component_outputs(topology, units, model)
     return sum(outputs[s] for s in topology.sinks)
 
 
