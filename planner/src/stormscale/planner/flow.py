@@ -230,14 +230,14 @@ def _backpressure_state(topology: Topology, units: Units) -> list[ComponentFlow]
             offered = units[v] * c.output_per_unit
             rows.append(
                 ComponentFlow(
-                    c.id,
-                    units[v],
-                    0.0,
-                    INF,
-                    rates.outputs[v],
-                    rates.outputs[v],
-                    offered - rates.outputs[v],
-                    False,
+                    id=c.id,
+                    units=units[v],
+                    input=0.0,
+                    capacity=INF,
+                    processed=rates.outputs[v],
+                    output=rates.outputs[v],
+                    lost=offered - rates.outputs[v],
+                    congested=False,
                 )
             )
             continue
