@@ -106,7 +106,8 @@ class _Program:
         status = h.getModelStatus()
         info = h.getInfo()
         solved = status == highspy.HighsModelStatus.kOptimal
-        values = list(h.getSolution().col_value) if info.primal_solution_status == 2 else []
+        feasible = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+        values = list(h.getSolution().col_value) if feasible else []
         bound = info.objective_function_value if solved and not self.integer else info.mip_dual_bound
         if solved:
             bound = max(bound, info.objective_function_value)
