@@ -154,6 +154,16 @@ def _unit_columns(
     return cols
 
 
+def _capacity_row(
+    program: _Program, load: dict[int, float], column: int | None, *, per_unit: float, units: int
+) -> None:
+    """``load ≤ c_v (n_v + x_v)``, written as ``load − c_v x_v ≤ c_v n_v`` (``column`` is ``x_v``, if any)."""
+    row = dict(load)
+    if column is not None:
+        row[column] = -per_unit
+    program.row(row, upper=per_unit * units)
+
+
 def _budget_row(program: _Program, cols: dict[int, int], budget: int, spent: int) -> None:
     coefficients = dict.fromkeys(cols.values(), 1.0)
     if budget >= 0:
@@ -173,10 +183,7 @@ def _drop_program(topology: Topology, units: Units, budget: int) -> tuple[_Progr
         if c.is_spout:
             continue
         processed[v] = p = program.column(0.0, highspy.kHighsInf, c.selectivity if v in sinks else 0.0)
-        capacity = {p: 1.0}
-        if v in cols:
-            capacity[cols[v]] = -c.capacity_per_unit
-        program.row(capacity, upper=c.capacity_per_unit * units[v])
+        _capacity_row(program, {p: 1.0}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
         arrivals = {p: 1.0}
         constant = c.external_input
         for q, f in topology.parents[v]:
@@ -237,10 +244,9 @@ def _backpressure_program(
             # α_i D_v ≤ c_v (n_v + x_v) for every component the source reaches (flow.py's rule)
             if c.is_spout or not reach >> v & 1 or total_demand[v] <= 0:
                 continue
-            row = {alpha: total_demand[v]}
-            if v in cols:
-                row[cols[v]] = -c.capacity_per_unit
-            program.row(row, upper=c.capacity_per_unit * units[v])
+            _capacity_row(
+                program, {alpha: total_demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v]
+            )
     _budget_row(program, cols, budget, sum(fixed.values()))
     return program, cols
 
@@ -266,10 +272,7 @@ def _single_spout_program(
     for v, c in enumerate(comps):
         if c.is_spout or demand[v] <= 0:
             continue
-        row = {lam: demand[v]}
-        if v in cols:
-            row[cols[v]] = -c.capacity_per_unit
-        program.row(row, upper=c.capacity_per_unit * units[v])
+        _capacity_row(program, {lam: demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
     _budget_row(program, cols, budget, 0)
     return program, cols
 
