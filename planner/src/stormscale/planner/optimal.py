@@ -309,35 +309,26 @@ def optimal_alloc(
     if budget < 0:
         budget = max(budget, -sum(topology.removable(units, v) for v in range(len(units))))
     if model is FlowModel.DROP:
-        return _solve([_drop_program(topology, units, budget)], topology, units, model, time_limit)
+        return _solve([(*_drop_program(topology, units, budget), {})], topology, units, model, time_limit)
     sources = _sources(topology)
     if len(sources) == 1 and topology.components[sources[0]].is_spout:
         program = _single_spout_program(topology, units, budget, sources[0])
-        return _solve([program], topology, units, model, time_limit)
+        return _solve([(*program, {})], topology, units, model, time_limit)
     programs = [
         (*_backpressure_program(topology, units, budget, fixed), fixed)
         for fixed in _spout_levels(topology, units, budget)
     ]
-    return _solve_each(programs, topology, units, model, time_limit)
+    return _solve(programs, topology, units, model, time_limit)
 
 
 def _solve(
-    programs: Sequence[tuple[_Program, dict[int, int]]],
-    topology: Topology,
-    units: Units,
-    model: FlowModel,
-    time_limit: float,
-) -> OptimalResult:
-    return _solve_each([(p, cols, {}) for p, cols in programs], topology, units, model, time_limit)
-
-
-def _solve_each(
     programs: Sequence[tuple[_Program, dict[int, int], dict[int, int]]],
     topology: Topology,
     units: Units,
     model: FlowModel,
     time_limit: float,
 ) -> OptimalResult:
+    """The best of ``(program, unit columns, spout units fixed outside it)``, the time limit shared."""
     best: OptimalResult | None = None
     bound = -np.inf
     proven = True
