@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stormscale.planner.congestion import candidate_heads
 from stormscale.planner.flow import DropRates, FlowModel, drop_rates, throughput
@@ -163,20 +163,7 @@ def subtree_topology(topology: Topology, units: Units, rates: DropRates, head: i
     for v in members:
         c = topology.components[v]
         frozen = sum(rates.outputs[p] * f for p, f in topology.parents[v] if p not in inside)
-        comps.append(
-            Component(
-                id=c.id,
-                kind=c.kind,
-                units=units[v],
-                capacity_per_unit=c.capacity_per_unit,
-                selectivity=c.selectivity,
-                output_per_unit=c.output_per_unit,
-                external_input=c.external_input + frozen,
-                max_units=c.max_units,
-                children=c.children,
-                min_units=c.min_units,
-            )
-        )
+        comps.append(replace(c, units=units[v], external_input=c.external_input + frozen))
     sub = Topology(name=f"{topology.name}/sub({topology.components[head].id})", components=tuple(comps))
     return sub, tuple(units[v] for v in members)
 
