@@ -43,7 +43,7 @@ class Optimality:
 
 @dataclass(frozen=True)
 class Plan:
-    """A plan in the shape of ``shared/formats/profile.md`` (see :meth:`to_json`)."""
+    """A plan in the shape of ``docs/formats/profile.md`` (see :meth:`to_json`)."""
 
     topology: str
     strategy: Strategy
