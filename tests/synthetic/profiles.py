@@ -20,7 +20,7 @@ def random_profile(
     bounded_share: float = 0.3,
     load: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """A random DAG profile in the format of ``shared/formats/profile.md``.
+    """A random DAG profile in the format of ``docs/formats/profile.md``.
 
     Spouts come first; every bolt picks one or two parents among the components before it (so the
     graph is acyclic and connected to a source), and each component splits its output over its

@@ -74,7 +74,9 @@ def _run(args: argparse.Namespace, structures: list[Structure], params: Params) 
 
         from stormscale.aggregation.spark import job  # noqa: PLC0415
     except ImportError:
-        message = "--engine spark needs PySpark: pip install 'stormscale-aggregation[spark]' (or --engine local)"
+        message = (
+            "--engine spark needs PySpark: pip install 'stormscale-aggregation[spark]' (or --engine local)"
+        )
         raise AggregationError(message) from None
     existing = SparkSession.getActiveSession()  # e.g. a test's session: reuse it, leave it running
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ

@@ -1,4 +1,4 @@
-"""Aggregates of one topology → its profile (``shared/formats/profile.md``) plus confidence fields.
+"""Aggregates of one topology → its profile (``docs/formats/profile.md``) plus confidence fields.
 
 The required fields are exactly the format's; everything the aggregation adds (sample counts,
 spreads, where each number came from, whether the window was steady) lives under ``confidence``,
