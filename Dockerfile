@@ -1,5 +1,5 @@
 # Stormscale operator image: the planner, the Kopf operator (and the Storm exporter) and the aggregation's
-# single-process engine (stormscale-spark without its PySpark extra): no Spark, no Java.
+# single-process engine (stormscale-aggregation without its PySpark extra): no Spark, no Java.
 #
 #   docker build -t stormscale/operator:0.1.0 .
 #

@@ -4,7 +4,7 @@ Run: ``make bench-aggregation`` (or ``.venv/bin/python -m bench.aggregation [--s
 Prints a table and writes ``bench/out/aggregation.png`` (time against input size).
 
 Input: a platform's history, i.e. many topologies (the thesis profiles, renamed, one in two with a
-rebalance) over 4 hours at a 10 s scrape step, generated with :mod:`stormscale.spark.synthetic` to
+rebalance) over 4 hours at a 10 s scrape step, generated with :mod:`tests.synthetic.samples` to
 ``bench/out/samples-<n>.parquet`` (git-ignored, reused when present). Each engine runs in a fresh
 subprocess so its peak memory is its own: the single process's is its RSS high-water mark; Spark's
 is the Python driver's and the JVM's (in ``local[2]`` the JVM holds the driver and the executors).
@@ -27,10 +27,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from stormscale.aggregation import local
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.spark import job
+from stormscale.aggregation.structure import load_structure
 from stormscale.planner import Topology, load_profile
-from stormscale.spark import job, local, synthetic
-from stormscale.spark.params import Params
-from stormscale.spark.structure import load_structure
+from tests.synthetic import samples as synthetic
 
 OUT = Path(__file__).parent / "out"
 PROFILES = Path(__file__).parents[1] / "examples" / "profiles"

@@ -6,7 +6,7 @@ Run: ``make bench`` (or ``.venv/bin/python -m bench.planner [--quick]``). Prints
 Times are CPU seconds of this process (``time.process_time``; HiGHS runs single-threaded): on a
 shared 2-core machine wall time mostly measures the neighbours, CPU time measures the planner.
 
-Topologies are random DAGs from :mod:`stormscale.planner.synthetic` with capacities calibrated so
+Topologies are random DAGs from :mod:`tests.synthetic.profiles` with capacities calibrated so
 that demand/capacity is uniform in [0.6, 1.4] (about half of the bolts congested, as in the
 thesis's tables). Every cell runs the strategies on the same topology in the same process, so the
 ratios between strategies are meaningful even on a noisy machine.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stormscale.planner import FlowModel, Strategy, Topology, load_profile, make_plan, parse_profile
-from stormscale.planner.synthetic import random_profile
+from tests.synthetic.profiles import random_profile
 
 OUT = Path(__file__).parent / "out"
 PROFILES = Path(__file__).parents[1] / "examples" / "profiles"

@@ -1,12 +1,13 @@
 """Entry file for ``spark-submit`` (``spark-submit --master URL spark/submit.py --samples … ``).
 
-It lives outside the package on purpose: spark-submit puts the script's own directory first on
-``sys.path``, and from inside the package ``profile.py`` would shadow the standard library's.
+spark-submit runs a file, not a module, and puts that file's directory first on ``sys.path``; from a
+file outside the package, the package's own modules (``cli``, ``local``, ``schema`` …) never become
+top-level modules that could shadow another library's.
 """
 
 import sys
 
-from stormscale.spark.cli import main
+from stormscale.aggregation.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the operator image's contents into a fresh virtual environment at PREFIX:
 # exactly the pinned dependencies of operator/requirements.lock, then the planner, the
-# aggregation's single-process engine (stormscale-spark without its Spark extra) and the operator
+# aggregation's single-process engine (stormscale-aggregation without its Spark extra) and the operator
 # themselves without resolving anything else. The Dockerfile runs this script, and so does the test
 # that checks the image's contents (tests/integration/test_packaging.py), so both install the same.
 set -eu

@@ -2,9 +2,9 @@
 
 The whole measuring pipeline runs for real: the diamond topology (spout "1" splits 0.5/0.5 to bolts
 "2" and "3", both feed sink "4") on a Storm cluster of this module's own with one Supervisor, the
-exporter (``python -m stormscale.operator.exporter``), a Prometheus of this module's own scraping it
+exporter (``python -m stormscale.storm.exporter``), a Prometheus of this module's own scraping it
 and the spout's endpoint, the sample reader writing one window to Parquet, the structure from Nimbus
-(``getUserTopology``), and the aggregation job (``python -m stormscale.spark``, Spark ``local[*]``,
+(``getUserTopology``), and the aggregation job (``python -m stormscale.aggregation``, Spark ``local[*]``,
 then ``--engine local`` on the same files). The planner then predicts Θ from the profile alone.
 
 The case is congested on purpose: bolt "3" burns ``COST3_US`` of CPU per tuple in its one process, so
@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 
-from stormscale.operator.metrics.samples import Window
-from stormscale.operator.storm import NimbusClient
 from stormscale.planner import FlowModel, parse_profile, throughput
+from stormscale.storm import NimbusClient
+from stormscale.storm.samples.reader import Window
 from tests.harness.bed.measure import (
     Measured,
     SinkCounter,

@@ -13,14 +13,14 @@ import pytest
 
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.ports import RefusedError
-from stormscale.operator.storm import (
+from stormscale.storm import (
     NimbusClient,
     RebalanceRequest,
     RequestRejectedError,
     TopologyNotFoundError,
 )
-from stormscale.operator.storm.model import ALL_TIME, Kind, StreamId
-from stormscale.operator.storm.stats import executors_per_component
+from stormscale.storm.model import ALL_TIME, Kind, StreamId
+from stormscale.storm.stats import executors_per_component
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
 

@@ -1,6 +1,6 @@
 """The exporter and the sample reader against real Storm and Prometheus.
 
-One light ``linear`` topology and one exporter process (``python -m stormscale.operator.exporter``)
+One light ``linear`` topology and one exporter process (``python -m stormscale.storm.exporter``)
 serve the module; Prometheus scrapes the exporter and the spout's own endpoint. Order matters: the
 rate test fills Prometheus with two minutes of data that the sample-reader test then reads, and the
 rebalance test runs last because it changes the topology.
@@ -24,13 +24,13 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_client.parser import text_string_to_metric_families
 
-from stormscale.operator.exporter import names as n
-from stormscale.operator.exporter.scraper import Scraper
-from stormscale.operator.exporter.server import serve
-from stormscale.operator.metrics.queries import QUERIES
-from stormscale.operator.metrics.samples import SCHEMA
-from stormscale.operator.storm import NimbusClient, RebalanceRequest
-from stormscale.operator.storm.model import ALL_TIME, TEN_MINUTES
+from stormscale.samples import SCHEMA
+from stormscale.storm import NimbusClient, RebalanceRequest
+from stormscale.storm.exporter import names as n
+from stormscale.storm.exporter.scraper import Scraper
+from stormscale.storm.exporter.server import serve
+from stormscale.storm.model import ALL_TIME, TEN_MINUTES
+from stormscale.storm.samples.queries import QUERIES
 from tests.harness.bed.measure import running_exporter
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
@@ -106,7 +106,6 @@ def client(storm_cluster: StormCluster) -> NimbusClient:
 def exporter(
     storm_cluster: StormCluster, prometheus: Prometheus, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Exporter]:
-    """``python -m stormscale.operator.exporter`` on a free port, scraped by Prometheus."""
     log = tmp_path_factory.mktemp("exporter") / "exporter.log"
     with running_exporter(storm_cluster.endpoints, log) as url:
         try:
@@ -225,7 +224,7 @@ def test_sample_reader_writes_exactly_the_samples_prometheus_returns(
     argv = [
         sys.executable,
         "-m",
-        "stormscale.operator.metrics",
+        "stormscale.storm.samples",
         "--prometheus",
         prometheus.url,
         "--topology",

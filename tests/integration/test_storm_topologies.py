@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stormscale.operator.storm.model import ComponentAggregate
+from stormscale.storm.model import ComponentAggregate
 from tests.harness.process import marked_pids
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats

@@ -2,7 +2,7 @@
 
 - ``SinkCounter`` / ``rate_over``: executed tuples/s of some components over a window, from Nimbus's
   all-time counts read when an executor heartbeat changes them (independent of Prometheus).
-- ``running_exporter``: ``python -m stormscale.operator.exporter`` on a free loopback port.
+- ``running_exporter``: ``python -m stormscale.storm.exporter`` on a free loopback port.
 - ``write_samples``: a window of the sample reader's rows (Prometheus → Parquet).
 - ``write_structure``: the aggregation's structure JSON from Nimbus (``getUserTopology`` + tasks).
 """
@@ -22,10 +22,11 @@ from typing import Any
 
 import requests
 
-from stormscale.operator.metrics.samples import SampleReader, Window, write_parquet
-from stormscale.operator.storm import NimbusClient
-from stormscale.operator.storm.model import Kind
-from stormscale.operator.storm.stats import tasks_per_component
+from stormscale.samples import write_parquet
+from stormscale.storm import NimbusClient
+from stormscale.storm.model import Kind
+from stormscale.storm.samples.reader import SampleReader, Window
+from stormscale.storm.stats import tasks_per_component
 from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
 from tests.harness.storm.daemons import StormEndpoints
 
@@ -102,9 +103,9 @@ def healthz(url: str) -> str | None:
 
 @contextlib.contextmanager
 def running_exporter(endpoints: StormEndpoints, log: Path, timeout_s: float = 30.0) -> Iterator[str]:
-    """``python -m stormscale.operator.exporter`` on a free loopback port; its URL. Stopped on exit."""
+    """``python -m stormscale.storm.exporter`` on a free loopback port; its URL. Stopped on exit."""
     port = free_port()
-    argv = [sys.executable, "-m", "stormscale.operator.exporter"]
+    argv = [sys.executable, "-m", "stormscale.storm.exporter"]
     argv += ["--nimbus", f"{endpoints.host}:{endpoints.nimbus_port}", "--port", str(port)]
     argv += ["--listen", "127.0.0.1", "--cache-seconds", "1"]
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -154,8 +155,8 @@ def sinks(document: dict[str, Any]) -> tuple[str, ...]:
 
 
 def run_aggregation(samples: Path, structure: Path, out: Path, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """``python -m stormscale.spark`` on one samples file and one structure; the profile it wrote."""
-    argv = [sys.executable, "-m", "stormscale.spark", "--samples", str(samples)]
+    """``python -m stormscale.aggregation`` on one samples file and one structure; the profile it wrote."""
+    argv = [sys.executable, "-m", "stormscale.aggregation", "--samples", str(samples)]
     argv += ["--structure", str(structure), "--output", str(out), *extra]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:

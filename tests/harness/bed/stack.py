@@ -23,7 +23,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from stormscale.operator.storm import NimbusClient
+from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
 from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane

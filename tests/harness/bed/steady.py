@@ -12,10 +12,10 @@ import json
 from collections.abc import Sequence
 
 from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
-from stormscale.operator.metrics.samples import SampleReader
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
-from stormscale.operator.storm.model import ALL_TIME
+from stormscale.storm.model import ALL_TIME
+from stormscale.storm.samples.reader import SampleReader
 from tests.harness.bed.measure import SinkCounter, rate_over
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
 

@@ -3,7 +3,7 @@
 The daemons' state and logs live in the run directory's ``storm/`` folder; how each is launched is
 in :mod:`tests.harness.storm.daemons`. There is no Storm UI: ``storm-webapp`` does not resolve on the
 reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift with the product's
-client (``stormscale.operator.storm``).
+client (``stormscale.storm``).
 
 For people (``make storm-up SUPERVISORS=2`` / ``make storm-down``)::
 
@@ -20,8 +20,8 @@ import socket
 from dataclasses import asdict
 from pathlib import Path
 
-from stormscale.operator.storm import NimbusClient
-from stormscale.operator.storm.model import ClusterSummary
+from stormscale.storm import NimbusClient
+from stormscale.storm.model import ClusterSummary
 from tests.harness.paths import RUN_ROOT
 from tests.harness.process import (
     Daemon,

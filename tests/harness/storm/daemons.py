@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from stormscale.operator.storm import Endpoint, NimbusClient
+from stormscale.storm import Endpoint, NimbusClient
 from tests.harness.process import LaunchSpec, free_port
 
 LOOPBACK = "127.0.0.1"

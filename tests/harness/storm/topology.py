@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from stormscale.operator.storm import TopologyNotFoundError
-from stormscale.operator.storm.model import ComponentAggregate
+from stormscale.storm import TopologyNotFoundError
+from stormscale.storm.model import ComponentAggregate
 from tests.harness.paths import ASSETS
 from tests.harness.process import DaemonError, log_tail
 from tests.harness.storm.daemons import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf

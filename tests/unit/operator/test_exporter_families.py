@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from prometheus_client.core import Metric
 
-from stormscale.operator.exporter import names as n
-from stormscale.operator.exporter.families import TopologyReport, storm_families
-from stormscale.operator.storm import decode
-from stormscale.operator.storm.idl import NIMBUS
-from stormscale.operator.storm.model import (
+from stormscale.storm import decode
+from stormscale.storm.exporter import names as n
+from stormscale.storm.exporter.families import TopologyReport, storm_families
+from stormscale.storm.idl import NIMBUS
+from stormscale.storm.model import (
     ALL_TIME,
     TEN_MINUTES,
     Executor,
@@ -18,7 +18,7 @@ from stormscale.operator.storm.model import (
     TopologySummary,
     WindowStats,
 )
-from stormscale.operator.storm.stats import busy_seconds
+from stormscale.storm.stats import busy_seconds
 from tests.unit.operator.test_storm_pure import wire
 
 IN = StreamId("s", "default")

@@ -12,10 +12,10 @@ import pytest
 import requests
 
 from stormscale.operator.adapters.nimbus import NimbusPort
-from stormscale.operator.exporter import names as n
-from stormscale.operator.exporter.scraper import Scraper
 from stormscale.operator.ports import UnavailableError
-from stormscale.operator.storm import Endpoint, NimbusClient, NimbusUnavailableError
+from stormscale.storm import Endpoint, NimbusClient, NimbusUnavailableError
+from stormscale.storm.exporter import names as n
+from stormscale.storm.exporter.scraper import Scraper
 
 
 def closed_port() -> int:
@@ -85,7 +85,7 @@ def test_the_exporter_process_keeps_serving_while_nimbus_is_down() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    argv = [sys.executable, "-m", "stormscale.operator.exporter", "--nimbus", f"127.0.0.1:{closed_port()}"]
+    argv = [sys.executable, "-m", "stormscale.storm.exporter", "--nimbus", f"127.0.0.1:{closed_port()}"]
     process = subprocess.Popen([*argv, "--port", str(port), "--cache-seconds", "0"], stdout=subprocess.PIPE)
     try:
         assert process.stdout is not None

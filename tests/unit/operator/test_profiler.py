@@ -1,6 +1,6 @@
 """The in-operator profiler: samples (as the reader returns them) → the local aggregation → a profile.
 
-Samples come from :mod:`stormscale.spark.synthetic` generated from a known thesis profile; the fake
+Samples come from :mod:`tests.synthetic.samples` generated from a known thesis profile; the fake
 sample source stands in for Prometheus (the reader itself is tested against a real Prometheus).
 """
 
@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from stormscale.aggregation.aggregates import Aggregates, ComponentStats
+from stormscale.aggregation.structure import ComponentSpec as StructureComponent
+from stormscale.aggregation.structure import Structure, parse_structure
 from stormscale.operator.adapters.profiler import PrometheusProfiler, sink_throughput, structure_of
-from stormscale.operator.metrics.samples import Sample, Window
 from stormscale.operator.ports import StaleMetricsError
-from stormscale.operator.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
 from stormscale.planner import FlowModel, Topology, load_profile, throughput
-from stormscale.spark import synthetic
-from stormscale.spark.aggregates import Aggregates, ComponentStats
-from stormscale.spark.structure import ComponentSpec as StructureComponent
-from stormscale.spark.structure import Structure, parse_structure
+from stormscale.samples import Sample
+from stormscale.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
+from stormscale.storm.samples.reader import Window
+from tests.synthetic import samples as synthetic
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 DIAMOND = load_profile(PROFILES / "thesis-diamond.json")

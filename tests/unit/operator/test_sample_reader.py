@@ -8,17 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from stormscale.operator.metrics.__main__ import seconds
-from stormscale.operator.metrics.queries import QUERIES, SeriesQuery, escape
-from stormscale.operator.metrics.samples import (
-    SCHEMA,
-    Sample,
-    Window,
-    check_unique,
-    samples_from_result,
-    table,
-    write_parquet,
-)
+from stormscale.samples import SCHEMA, Sample, table, write_parquet
+from stormscale.storm.samples.__main__ import seconds
+from stormscale.storm.samples.queries import QUERIES, SeriesQuery, escape
+from stormscale.storm.samples.reader import PrometheusError, Window, check_unique, samples_from_result
 
 EXECUTED = next(q for q in QUERIES if q.metric == "executed_total")
 SCHEMA_METRICS = {
@@ -81,9 +74,9 @@ def test_duplicates_are_refused() -> None:
 
 def test_windows_are_checked() -> None:
     assert Window(0, 120, 5).end == 120
-    with pytest.raises(ValueError, match="step"):
+    with pytest.raises(PrometheusError, match="step"):  # the reader's own "refused" kind
         Window(10, 0, 5)
-    with pytest.raises(ValueError, match="points per series"):
+    with pytest.raises(PrometheusError, match="points per series"):
         Window(0, 20_000, 1)
 
 
@@ -97,6 +90,7 @@ def test_parquet_has_the_schema_of_the_contract(tmp_path: Path) -> None:
 
 
 def test_durations() -> None:
-    assert [seconds(t) for t in ("120", "90s", "2m", "1h")] == [120, 90, 120, 3600]
-    with pytest.raises(argparse.ArgumentTypeError):
-        seconds("2 minutes")
+    assert [seconds(t) for t in ("90s", "2m", "1h")] == [90, 120, 3600]
+    for text in ("2 minutes", "120", "1d", "-5s"):  # the CRD's grammar: a number and s, m or h
+        with pytest.raises(argparse.ArgumentTypeError, match="not a duration"):
+            seconds(text)

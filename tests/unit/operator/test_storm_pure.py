@@ -9,19 +9,19 @@ from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.thrift import TApplicationException
 from thriftpy2.transport import TMemoryBuffer
 
-from stormscale.operator.adapters.nimbus import port_error
+from stormscale.operator.adapters.errors import port_error
 from stormscale.operator.ports import RefusedError, UnavailableError
-from stormscale.operator.storm import decode
-from stormscale.operator.storm.client import translate
-from stormscale.operator.storm.errors import (
+from stormscale.storm import decode
+from stormscale.storm.client import translate
+from stormscale.storm.errors import (
     NimbusUnavailableError,
     NotAuthorizedError,
     RequestRejectedError,
     TopologyNotFoundError,
     one_line,
 )
-from stormscale.operator.storm.idl import NIMBUS
-from stormscale.operator.storm.model import (
+from stormscale.storm.idl import NIMBUS
+from stormscale.storm.model import (
     ALL_TIME,
     TEN_MINUTES,
     Endpoint,
@@ -31,7 +31,7 @@ from stormscale.operator.storm.model import (
     StreamId,
     WindowStats,
 )
-from stormscale.operator.storm.stats import capacity, execute_latency_ms, rebalance_problems, weighted_mean
+from stormscale.storm.stats import capacity, execute_latency_ms, rebalance_problems, weighted_mean
 
 A, B = StreamId("a", "default"), StreamId("b", "s2")
 Buffer: Any = TMemoryBuffer  # thriftpy2's transports and protocols are untyped

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from stormscale.planner import FlowModel, Topology
-from stormscale.planner.synthetic import random_profile
+from tests.synthetic.profiles import random_profile
 
 
 def reference_throughput(topology: Topology, units: tuple[int, ...], model: FlowModel) -> float:

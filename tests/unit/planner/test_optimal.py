@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from stormscale.planner import FlowModel, Strategy, make_plan, parse_profile, throughput
 from stormscale.planner.model import Topology
 from stormscale.planner.optimal import optimal_alloc
-from stormscale.planner.synthetic import random_profile
+from tests.synthetic.profiles import random_profile
 
 from .conftest import PROFILES
 from .reference import allocations, profiles, removals

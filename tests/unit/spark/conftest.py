@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from stormscale.aggregation.spark import job
+from stormscale.aggregation.structure import Structure, parse_structure
 from stormscale.planner import Topology, load_profile
-from stormscale.spark import job, synthetic
-from stormscale.spark.structure import Structure, parse_structure
+from tests.synthetic import samples as synthetic
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 

@@ -1,4 +1,4 @@
-"""The CLI end to end, as a user runs it: ``python -m stormscale.spark`` on Parquet in a temp dir."""
+"""The CLI end to end, as a user runs it: ``python -m stormscale.aggregation`` on Parquet in a temp dir."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyspark
 import pytest
 
 from stormscale.planner import load_profile
-from stormscale.spark import synthetic
+from tests.synthetic import samples as synthetic
 from tests.unit.spark.conftest import scenario_inputs, thesis
 
 pytestmark = pytest.mark.spark
@@ -24,7 +24,7 @@ TREE = thesis("simple-tree")
 SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 ENTRY = Path(__file__).parents[3] / "spark" / "submit.py"
 LAUNCHERS = {
-    "python -m": [sys.executable, "-m", "stormscale.spark"],
+    "python -m": [sys.executable, "-m", "stormscale.aggregation"],
     "spark-submit": [str(SUBMIT), "--master", "local[2]", str(ENTRY)],
 }
 

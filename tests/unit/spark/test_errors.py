@@ -13,10 +13,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from stormscale.spark import cli, job, local, synthetic
-from stormscale.spark.params import Params
-from stormscale.spark.schema import ARROW_SAMPLE_SCHEMA, AggregationError
-from stormscale.spark.structure import Structure, load_structure, parse_structure
+from stormscale.aggregation import cli, local
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.schema import AggregationError
+from stormscale.aggregation.spark import job
+from stormscale.aggregation.structure import Structure, load_structure, parse_structure
+from stormscale.samples.schema import SCHEMA
+from tests.synthetic import samples as synthetic
 from tests.unit.spark.conftest import thesis
 
 pytestmark = pytest.mark.spark
@@ -74,9 +77,7 @@ def test_a_file_that_is_not_parquet_is_named(run: Runner, tmp_path: Path) -> Non
 
 
 def test_empty_samples_are_an_error(run: Runner, tmp_path: Path) -> None:
-    fails(
-        run, samples(tmp_path, ARROW_SAMPLE_SCHEMA.empty_table()), "no rows for (topology 'linear'|the named)"
-    )
+    fails(run, samples(tmp_path, SCHEMA.empty_table()), "no rows for (topology 'linear'|the named)")
 
 
 def test_samples_of_another_topology_are_an_error(run: Runner, tmp_path: Path) -> None:

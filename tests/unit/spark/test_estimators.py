@@ -8,9 +8,9 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from stormscale.spark import estimators as est
-from stormscale.spark.aggregates import BUSY_COUNTER, BUSY_GAUGE, BUSY_LATENCY
-from stormscale.spark.spark_types import SAMPLE_SCHEMA
+from stormscale.aggregation.aggregates import BUSY_COUNTER, BUSY_GAUGE, BUSY_LATENCY
+from stormscale.aggregation.spark import estimators as est
+from stormscale.aggregation.spark.types import SAMPLE_SCHEMA
 
 pytestmark = pytest.mark.spark
 

@@ -7,8 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from stormscale.planner import parse_profile
-from stormscale.spark.aggregates import (
+from stormscale.aggregation.aggregates import (
     BUSY_COUNTER,
     BUSY_GAUGE,
     BUSY_LATENCY,
@@ -16,9 +15,10 @@ from stormscale.spark.aggregates import (
     EdgeStats,
     WindowStats,
 )
-from stormscale.spark.params import Params
-from stormscale.spark.profile import build_profile
-from stormscale.spark.structure import parse_structure
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.profiles import build_profile
+from stormscale.aggregation.structure import parse_structure
+from stormscale.planner import parse_profile
 
 pytestmark = pytest.mark.spark
 

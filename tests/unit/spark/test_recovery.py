@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from stormscale.aggregation import local
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.spark import job
 from stormscale.planner import FlowModel, Topology, evaluate, parse_profile, throughput
-from stormscale.spark import job, local, synthetic
-from stormscale.spark.params import Params
+from tests.synthetic import samples as synthetic
 from tests.unit.spark.conftest import scenario_inputs, thesis
 
 pytestmark = pytest.mark.spark

@@ -6,10 +6,11 @@ import dataclasses
 
 import numpy as np
 
-from stormscale.spark import local, synthetic
-from stormscale.spark.params import Params
-from stormscale.spark.profile import build_profile
-from stormscale.spark.structure import parse_structure
+from stormscale.aggregation import local
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.profiles import build_profile
+from stormscale.aggregation.structure import parse_structure
+from tests.synthetic import samples as synthetic
 from tests.unit.spark.conftest import thesis
 
 DIAMOND = thesis("diamond")

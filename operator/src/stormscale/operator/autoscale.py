@@ -20,8 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from stormscale.operator.conditions import timestamp
-from stormscale.planner import FlowModel, Strategy, Topology, evaluate, make_plan
-from stormscale.planner.model import add_allocation
+from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ from stormscale.operator.ports import (
     RefusedError,
 )
 from stormscale.operator.reconcile import Outcome, Resource, reconcile
-from stormscale.operator.storm.client import NimbusClient
-from stormscale.operator.storm.model import Endpoint
+from stormscale.storm.client import NimbusClient
+from stormscale.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""

@@ -5,7 +5,7 @@ checks it).
 """
 
 from stormscale.planner.flow import FlowModel, FlowState, evaluate, throughput
-from stormscale.planner.model import Component, Kind, Topology
+from stormscale.planner.model import Component, Kind, Topology, add_allocation
 from stormscale.planner.optimal import OptimalLimitError
 from stormscale.planner.planning import Plan, Strategy, compare_strategies, make_plan
 from stormscale.planner.profile import ProfileError, load_profile, parse_profile
@@ -20,6 +20,7 @@ __all__ = [
     "ProfileError",
     "Strategy",
     "Topology",
+    "add_allocation",
     "compare_strategies",
     "evaluate",
     "load_profile",

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="plan extra resource units for a topology profile",
         description="Plan where BUDGET extra resource units go (negative: which to remove).",
     )
-    plan.add_argument("profile", help="topology profile (JSON, shared/formats/profile.md)")
+    plan.add_argument("profile", help="topology profile (JSON, docs/formats/profile.md)")
     plan.add_argument(
         "--budget", type=int, required=True, help="units beyond the current ones (negative: scale-in)"
     )

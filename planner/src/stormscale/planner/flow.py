@@ -66,6 +66,18 @@ class DropRates:
 
 def drop_rates(topology: Topology, units: Units) -> DropRates:
     """Forward evaluation of the drop model in topological order (seed 000 §4.4, R-4)."""
+    return DropRates(*_forward(topology, units, capped=True))
+
+
+def _forward(
+    topology: Topology, units: Units, *, capped: bool
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """(I, P, O) of one forward pass in topological order (spouts: I = 0, P = ∞, O_s = n_s·s_s)::
+
+        I_v = ext_v + Σ_p O_p · f_{p→v};   P_v = n_v · c_v if capped else ∞;   O_v = min(I_v, P_v) · ρ_v
+
+    Capped, it is the drop model; uncapped, its inputs are the backpressure model's demands ``D_v``.
+    """
     n = len(topology.components)
     inputs = [0.0] * n
     capacities = [INF] * n
@@ -81,11 +93,11 @@ def drop_rates(topology: Topology, units: Units) -> DropRates:
         arriving = c.external_input
         for p, f in parents[v]:
             arriving += outputs[p] * f
-        capacity = units[v] * c.capacity_per_unit
+        capacity = units[v] * c.capacity_per_unit if capped else INF
         inputs[v] = arriving
         capacities[v] = capacity
         outputs[v] = (arriving if arriving < capacity else capacity) * c.selectivity
-    return DropRates(tuple(inputs), tuple(capacities), tuple(outputs))
+    return tuple(inputs), tuple(capacities), tuple(outputs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,18 +120,7 @@ def backpressure_rates(topology: Topology, units: Units) -> BackpressureRates:
     comps = topology.components
     spout = topology.spout_flags
     parents = topology.parents
-    demands = [0.0] * n
-    demand_out = [0.0] * n
-    for v in topology.order:
-        c = comps[v]
-        if spout[v]:
-            demand_out[v] = units[v] * c.output_per_unit
-            continue
-        d = c.external_input
-        for p, f in parents[v]:
-            d += demand_out[p] * f
-        demands[v] = d
-        demand_out[v] = d * c.selectivity
+    demands, _, _ = _forward(topology, units, capped=False)
     # tightest[v] = min over v and everything below it of P/D (how far a source feeding v must slow)
     tightest = [INF] * n
     below = [INF] * n  # the same, over v's descendants only
@@ -151,15 +152,19 @@ def backpressure_rates(topology: Topology, units: Units) -> BackpressureRates:
             arriving += outputs[p] * f
         inputs[v] = arriving
         outputs[v] = arriving * c.selectivity
-    return BackpressureRates(tuple(demands), tuple(throttles), tuple(inputs), tuple(outputs))
+    return BackpressureRates(demands, tuple(throttles), tuple(inputs), tuple(outputs))
+
+
+def component_outputs(topology: Topology, units: Units, model: FlowModel) -> tuple[float, ...]:
+    """``O_v`` of every component under ``model``."""
+    if model is FlowModel.DROP:
+        return drop_rates(topology, units).outputs
+    return backpressure_rates(topology, units).outputs
 
 
 def throughput(topology: Topology, units: Units, model: FlowModel) -> float:
-    """Θ: the sum of the sinks' outputs under ``model``."""
-    if model is FlowModel.DROP:
-        outputs = drop_rates(topology, units).outputs
-    else:
-        outputs = backpressure_rates(topology, units).outputs
+    """Θ = Σ_{sinks s} O_s under ``model``."""
+    outputs = component_outputs(topology, units, model)
     return sum(outputs[s] for s in topology.sinks)
 
 
@@ -226,14 +231,14 @@ def _backpressure_state(topology: Topology, units: Units) -> list[ComponentFlow]
             offered = units[v] * c.output_per_unit
             rows.append(
                 ComponentFlow(
-                    c.id,
-                    units[v],
-                    0.0,
-                    INF,
-                    rates.outputs[v],
-                    rates.outputs[v],
-                    offered - rates.outputs[v],
-                    False,
+                    id=c.id,
+                    units=units[v],
+                    input=0.0,
+                    capacity=INF,
+                    processed=rates.outputs[v],
+                    output=rates.outputs[v],
+                    lost=offered - rates.outputs[v],
+                    congested=False,
                 )
             )
             continue

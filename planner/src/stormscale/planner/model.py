@@ -186,11 +186,17 @@ class Topology:
         return [self.components[i].id for i in indexes]
 
 
-def add_allocation(topology: Topology, units: Units, allocation: Mapping[str, int]) -> Units:
-    """Units after adding ``allocation`` (extra units per component id; negative removes)."""
+def add_allocation(
+    topology: Topology, units: Units, allocation: Mapping[str, int] | Mapping[int, int]
+) -> Units:
+    """Units after adding ``allocation``: ``n'_v = n_v + a_v`` (negative ``a_v`` removes).
+
+    ``allocation`` is keyed by component id (a plan's allocation) or by index into
+    ``topology.components`` (the allocators' working form); components it leaves out keep their units.
+    """
     out = list(units)
-    for cid, extra in allocation.items():
-        out[topology.index[cid]] += extra
+    for key, extra in allocation.items():
+        out[key if isinstance(key, int) else topology.index[key]] += extra
     return tuple(out)
 
 

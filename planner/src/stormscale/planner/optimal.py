@@ -33,7 +33,7 @@ import highspy
 import numpy as np
 
 from stormscale.planner.flow import FlowModel, throughput
-from stormscale.planner.model import Topology, Units
+from stormscale.planner.model import Topology, Units, add_allocation
 
 MAX_SPOUT_COMBINATIONS = 4096
 
@@ -106,7 +106,8 @@ class _Program:
         status = h.getModelStatus()
         info = h.getInfo()
         solved = status == highspy.HighsModelStatus.kOptimal
-        values = list(h.getSolution().col_value) if info.primal_solution_status == 2 else []
+        feasible = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+        values = list(h.getSolution().col_value) if feasible else []
         bound = info.objective_function_value if solved and not self.integer else info.mip_dual_bound
         if solved:
             bound = max(bound, info.objective_function_value)
@@ -153,6 +154,16 @@ def _unit_columns(
     return cols
 
 
+def _capacity_row(
+    program: _Program, load: dict[int, float], column: int | None, *, per_unit: float, units: int
+) -> None:
+    """``load ≤ c_v (n_v + x_v)``, written as ``load − c_v x_v ≤ c_v n_v`` (``column`` is ``x_v``, if any)."""
+    row = dict(load)
+    if column is not None:
+        row[column] = -per_unit
+    program.row(row, upper=per_unit * units)
+
+
 def _budget_row(program: _Program, cols: dict[int, int], budget: int, spent: int) -> None:
     coefficients = dict.fromkeys(cols.values(), 1.0)
     if budget >= 0:
@@ -172,10 +183,7 @@ def _drop_program(topology: Topology, units: Units, budget: int) -> tuple[_Progr
         if c.is_spout:
             continue
         processed[v] = p = program.column(0.0, highspy.kHighsInf, c.selectivity if v in sinks else 0.0)
-        capacity = {p: 1.0}
-        if v in cols:
-            capacity[cols[v]] = -c.capacity_per_unit
-        program.row(capacity, upper=c.capacity_per_unit * units[v])
+        _capacity_row(program, {p: 1.0}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
         arrivals = {p: 1.0}
         constant = c.external_input
         for q, f in topology.parents[v]:
@@ -224,7 +232,7 @@ def _backpressure_program(
 ) -> tuple[_Program, dict[int, int]]:
     """The program for fixed spout units (``fixed``: extra units already given to scalable spouts)."""
     program = _Program()
-    state = tuple(u + fixed.get(i, 0) for i, u in enumerate(units))
+    state = add_allocation(topology, units, fixed)
     cols = _unit_columns(program, topology, units, budget, fixed)
     comps = topology.components
     profiles = {i: _source_profile(topology, state, i) for i in _sources(topology)}
@@ -236,10 +244,9 @@ def _backpressure_program(
             # α_i D_v ≤ c_v (n_v + x_v) for every component the source reaches (flow.py's rule)
             if c.is_spout or not reach >> v & 1 or total_demand[v] <= 0:
                 continue
-            row = {alpha: total_demand[v]}
-            if v in cols:
-                row[cols[v]] = -c.capacity_per_unit
-            program.row(row, upper=c.capacity_per_unit * units[v])
+            _capacity_row(
+                program, {alpha: total_demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v]
+            )
     _budget_row(program, cols, budget, sum(fixed.values()))
     return program, cols
 
@@ -265,10 +272,7 @@ def _single_spout_program(
     for v, c in enumerate(comps):
         if c.is_spout or demand[v] <= 0:
             continue
-        row = {lam: demand[v]}
-        if v in cols:
-            row[cols[v]] = -c.capacity_per_unit
-        program.row(row, upper=c.capacity_per_unit * units[v])
+        _capacity_row(program, {lam: demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
     _budget_row(program, cols, budget, 0)
     return program, cols
 
@@ -305,35 +309,26 @@ def optimal_alloc(
     if budget < 0:
         budget = max(budget, -sum(topology.removable(units, v) for v in range(len(units))))
     if model is FlowModel.DROP:
-        return _solve([_drop_program(topology, units, budget)], topology, units, model, time_limit)
+        return _solve([(*_drop_program(topology, units, budget), {})], topology, units, model, time_limit)
     sources = _sources(topology)
     if len(sources) == 1 and topology.components[sources[0]].is_spout:
         program = _single_spout_program(topology, units, budget, sources[0])
-        return _solve([program], topology, units, model, time_limit)
+        return _solve([(*program, {})], topology, units, model, time_limit)
     programs = [
         (*_backpressure_program(topology, units, budget, fixed), fixed)
         for fixed in _spout_levels(topology, units, budget)
     ]
-    return _solve_each(programs, topology, units, model, time_limit)
+    return _solve(programs, topology, units, model, time_limit)
 
 
 def _solve(
-    programs: Sequence[tuple[_Program, dict[int, int]]],
-    topology: Topology,
-    units: Units,
-    model: FlowModel,
-    time_limit: float,
-) -> OptimalResult:
-    return _solve_each([(p, cols, {}) for p, cols in programs], topology, units, model, time_limit)
-
-
-def _solve_each(
     programs: Sequence[tuple[_Program, dict[int, int], dict[int, int]]],
     topology: Topology,
     units: Units,
     model: FlowModel,
     time_limit: float,
 ) -> OptimalResult:
+    """The best of ``(program, unit columns, spout units fixed outside it)``, the time limit shared."""
     best: OptimalResult | None = None
     bound = -np.inf
     proven = True
@@ -346,7 +341,7 @@ def _solve_each(
             continue
         extra = dict(fixed)
         extra.update({v: round(values[col]) for v, col in cols.items() if round(values[col]) != 0})
-        state = tuple(u + extra.get(i, 0) for i, u in enumerate(units))
+        state = add_allocation(topology, units, extra)
         result = OptimalResult(extra, throughput(topology, state, model), upper, solved)
         if best is None or result.throughput > best.throughput + 1e-9:
             best = result

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from stormscale.planner.flow import FlowModel, throughput
-from stormscale.planner.model import Topology, Units, allocation_between
+from stormscale.planner.model import Topology, Units, add_allocation, allocation_between
 from stormscale.planner.optimal import optimal_alloc
-from stormscale.planner.predictive import apply_extra, residual_alloc
+from stormscale.planner.predictive import residual_alloc
 from stormscale.planner.stela import stela_scale_in, stela_scale_out
 
 
@@ -43,7 +43,7 @@ class Optimality:
 
 @dataclass(frozen=True)
 class Plan:
-    """A plan in the shape of ``shared/formats/profile.md`` (see :meth:`to_json`)."""
+    """A plan in the shape of ``docs/formats/profile.md`` (see :meth:`to_json`)."""
 
     topology: str
     strategy: Strategy
@@ -93,7 +93,7 @@ def greedy_scale_in(topology: Topology, units: Units, remove: int, model: FlowMo
             break
 
         def after_removal(v: int, state: Units = state) -> float:
-            return throughput(topology, apply_extra(state, {v: -1}), model)
+            return throughput(topology, add_allocation(topology, state, {v: -1}), model)
 
         target = min(options, key=lambda v: (-after_removal(v), topology.rank[v]))
         current[target] -= 1
@@ -119,7 +119,7 @@ def make_plan(
     def build(
         extra: dict[int, int], chosen: Strategy | None = None, optimality: Optimality | None = None
     ) -> Plan:
-        after_units = apply_extra(units, extra)
+        after_units = add_allocation(topology, units, extra)
         moved = sum(abs(e) for e in extra.values())
         return Plan(
             topology=topology.name,
@@ -141,7 +141,7 @@ def make_plan(
         extra = result.extra
         if not result.proven:  # a time limit stopped the solver: never return less than the heuristics
             fallback = _best_heuristic(topology, units, budget, model)
-            theta_fallback = throughput(topology, apply_extra(units, fallback), model)
+            theta_fallback = throughput(topology, add_allocation(topology, units, fallback), model)
             if not result.found or theta_fallback > result.throughput:
                 extra = fallback
         return build(extra, optimality=Optimality(result.proven, max(result.bound, result.throughput)))
@@ -159,8 +159,8 @@ def _combined_choice(
     topology: Topology, units: Units, model: FlowModel, stela: dict[int, int], ours: dict[int, int]
 ) -> Strategy:
     """Algorithm 4 line 16: Stela only if its predicted Θ is strictly higher (ties go to predictive)."""
-    theta_stela = throughput(topology, apply_extra(units, stela), model)
-    theta_ours = throughput(topology, apply_extra(units, ours), model)
+    theta_stela = throughput(topology, add_allocation(topology, units, stela), model)
+    theta_ours = throughput(topology, add_allocation(topology, units, ours), model)
     return Strategy.STELA if theta_stela > theta_ours else Strategy.PREDICTIVE
 
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from stormscale.planner.congestion import candidate_heads
 from stormscale.planner.flow import DropRates, FlowModel, drop_rates, throughput
-from stormscale.planner.model import Component, Topology, Units
+from stormscale.planner.model import Component, Topology, Units, add_allocation
 
 Extra = dict[int, int]
 
@@ -100,10 +100,6 @@ def _head_output(c: Component, units: int, arriving: float) -> float:
     return min(arriving, units * c.capacity_per_unit) * c.selectivity
 
 
-def apply_extra(units: Units, extra: Mapping[int, int]) -> Units:
-    return tuple(u + extra.get(i, 0) for i, u in enumerate(units))
-
-
 def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[Candidate]:
     """Every (head, r) candidate that fits the budget (Algorithm 5 lines 5–25 with R-3)."""
     rates = drop_rates(topology, units)
@@ -117,7 +113,7 @@ def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) 
             extra = decongest(topology, units, rates, {h: r})
             if extra is None or sum(extra.values()) > budget:
                 break
-            gain = throughput(topology, apply_extra(units, extra), model) - base
+            gain = throughput(topology, add_allocation(topology, units, extra), model) - base
             out.append(Candidate(h, r, extra, gain))
             if not comp.is_spout and (units[h] + r) * comp.capacity_per_unit >= rates.inputs[h]:
                 break
@@ -167,20 +163,7 @@ def subtree_topology(topology: Topology, units: Units, rates: DropRates, head: i
     for v in members:
         c = topology.components[v]
         frozen = sum(rates.outputs[p] * f for p, f in topology.parents[v] if p not in inside)
-        comps.append(
-            Component(
-                id=c.id,
-                kind=c.kind,
-                units=units[v],
-                capacity_per_unit=c.capacity_per_unit,
-                selectivity=c.selectivity,
-                output_per_unit=c.output_per_unit,
-                external_input=c.external_input + frozen,
-                max_units=c.max_units,
-                children=c.children,
-                min_units=c.min_units,
-            )
-        )
+        comps.append(replace(c, units=units[v], external_input=c.external_input + frozen))
     sub = Topology(name=f"{topology.name}/sub({topology.components[head].id})", components=tuple(comps))
     return sub, tuple(units[v] for v in members)
 
@@ -195,7 +178,7 @@ def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowMod
     """
     allocation = dict(predictive_alloc(topology, units, budget, model).extra)
     while (left := budget - sum(allocation.values())) > 0:
-        state = apply_extra(units, allocation)
+        state = add_allocation(topology, units, allocation)
         rates = drop_rates(topology, state)
         heads = candidate_heads(topology, state, rates)
         if not heads:
@@ -207,7 +190,9 @@ def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowMod
         head = _cheapest_head(topology, state, rates, heads, model)
         allocation[head] = allocation.get(head, 0) + 1
         if left > 1:
-            sub, sub_units = subtree_topology(topology, apply_extra(state, {head: 1}), rates, head)
+            sub, sub_units = subtree_topology(
+                topology, add_allocation(topology, state, {head: 1}), rates, head
+            )
             inner = predictive_alloc(sub, sub_units, left - 1, model).extra
             for i, add in inner.items():
                 v = topology.index[sub.components[i].id]
@@ -232,5 +217,5 @@ def _cheapest_head(
     if len(tied) == 1 or math.isinf(fewest):
         return tied[0]
     base = throughput(topology, units, model)
-    gains = {h: throughput(topology, apply_extra(units, need[h][1]), model) - base for h in tied}
+    gains = {h: throughput(topology, add_allocation(topology, units, need[h][1]), model) - base for h in tied}
     return min(tied, key=lambda h: (-gains[h], topology.rank[h]))

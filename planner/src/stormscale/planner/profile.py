@@ -1,4 +1,4 @@
-"""Load and validate topology profiles (``shared/formats/profile.md``).
+"""Load and validate topology profiles (``docs/formats/profile.md``).
 
 Every rejection names the offending field as a path, e.g. ``components[3].children.9: unknown
 component``. Fields the format does not know are ignored, as the format asks of readers.

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from stormscale.planner.congestion import candidate_heads, strictly_congested
-from stormscale.planner.flow import FlowModel, backpressure_rates, drop_rates
+from stormscale.planner.flow import FlowModel, component_outputs, drop_rates
 from stormscale.planner.model import Topology, Units
 
 
@@ -88,13 +88,6 @@ def expected_throughput_percentage(
     return [0.0 if theta <= 0 else e / theta for e in effective]
 
 
-def sink_outputs(topology: Topology, units: Units, model: FlowModel) -> tuple[float, ...]:
-    """Every component's output under ``model`` (ETP reads the sinks' entries)."""
-    if model is FlowModel.DROP:
-        return drop_rates(topology, units).outputs
-    return backpressure_rates(topology, units).outputs
-
-
 def stela_scale_out(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[int]:
     """The components Stela picks, one per unit, in order (may be shorter than ``budget``).
 
@@ -114,7 +107,7 @@ def stela_scale_out(topology: Topology, units: Units, budget: int, model: FlowMo
             target = min(heads, key=lambda v: (picks.count(v), topology.rank[v]))
         else:
             etp = expected_throughput_percentage(
-                topology, sink_outputs(topology, state, model), strictly_congested(topology, rates)
+                topology, component_outputs(topology, state, model), strictly_congested(topology, rates)
             )
             target = min(heads, key=lambda v: (-etp[v], topology.rank[v]))
         current[target] += 1
@@ -129,7 +122,7 @@ def stela_scale_in(topology: Topology, units: Units, remove: int, model: FlowMod
     """
     rates = drop_rates(topology, units)
     etp = expected_throughput_percentage(
-        topology, sink_outputs(topology, units, model), strictly_congested(topology, rates)
+        topology, component_outputs(topology, units, model), strictly_congested(topology, rates)
     )
     order = sorted(range(len(topology.components)), key=lambda v: (etp[v], topology.rank[v]))
     picks: list[int] = []

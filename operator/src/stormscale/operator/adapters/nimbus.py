@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections.abc import Mapping
 
-from stormscale.operator.ports import RefusedError, StormTopologyState, UnavailableError
-from stormscale.operator.storm.client import NimbusClient
-from stormscale.operator.storm.errors import NimbusError, NimbusUnavailableError
-from stormscale.operator.storm.model import RebalanceRequest
-from stormscale.operator.storm.stats import executors_per_component, tasks_per_component
-
-T = TypeVar("T")
-
-
-def port_error(err: NimbusError) -> UnavailableError | RefusedError:
-    """Unavailable (retry later) for transport, timeout and leader problems; refused otherwise."""
-    if isinstance(err, NimbusUnavailableError):
-        return UnavailableError(str(err))
-    return RefusedError(str(err))
-
-
-def _mapped(call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except NimbusError as err:
-        raise port_error(err) from None
+from stormscale.operator.adapters.errors import mapped
+from stormscale.operator.ports import RefusedError, StormTopologyState
+from stormscale.storm.client import NimbusClient
+from stormscale.storm.model import RebalanceRequest
+from stormscale.storm.stats import executors_per_component, tasks_per_component
 
 
 class NimbusPort:
@@ -36,7 +19,7 @@ class NimbusPort:
 
     def describe(self, topology: str) -> StormTopologyState:
         """Status, workers, and executors and tasks per user component."""
-        return _mapped(lambda: self._describe(topology))
+        return mapped(lambda: self._describe(topology))
 
     def _describe(self, topology: str) -> StormTopologyState:
         summary = self.client.topology(topology)
@@ -53,4 +36,4 @@ class NimbusPort:
     def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
         """Set every component's executors and the worker count in one rebalance (checked first)."""
         request = RebalanceRequest(wait_secs=wait_secs, workers=workers, executors=dict(executors))
-        _mapped(lambda: self.client.rebalance(topology, request))
+        mapped(lambda: self.client.rebalance(topology, request))

@@ -1,12 +1,13 @@
 """``ports.Profiler`` in the operator's process: Prometheus → samples → the aggregation → a profile.
 
-The samples are the exporter's series read by :class:`~stormscale.operator.metrics.samples.SampleReader`
-(the same rows ``stormscale-samples`` writes to Parquet); the profile is built by the aggregation's
-single-process engine (:mod:`stormscale.spark.local`, the same estimators and formulas as the Spark
-job, without PySpark). The topology's graph comes from Nimbus (``getUserTopology``), its tasks from the
-running topology. Nothing is guessed: no samples, too few steady intervals, an unsteady window or a
-profile through which nothing flows (e.g. a spout whose stats froze while a bolt works off a backlog) raise
-:class:`~stormscale.operator.ports.StaleMetricsError`, which reconcile turns into ``Degraded`` and no action.
+The samples are the exporter's series read by :class:`~stormscale.storm.samples.SampleReader` (the
+same rows ``stormscale-samples`` writes to Parquet); the profile is built by the aggregation's
+single-process engine (:func:`stormscale.aggregation.profile_table`, the same estimators and formulas
+as the Spark job, without PySpark). The topology's graph comes from Nimbus (``getUserTopology``), its
+tasks from the running topology. Nothing is guessed: no samples, too few steady intervals, an
+unsteady window or a profile through which nothing flows (e.g. a spout whose stats froze while a bolt
+works off a backlog) raise :class:`~stormscale.operator.ports.StaleMetricsError`, which reconcile
+turns into ``Degraded`` and no action.
 """
 
 from __future__ import annotations
@@ -17,17 +18,22 @@ from dataclasses import dataclass
 from math import floor
 from typing import Any, Protocol
 
-from stormscale.operator.metrics.samples import Sample, SampleReader, Window, table
-from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError, UnavailableError
-from stormscale.operator.storm import NimbusClient, NimbusError
-from stormscale.operator.storm.model import Kind, TopologyStructure
-from stormscale.operator.storm.stats import tasks_per_component
+from stormscale.aggregation import (
+    Aggregates,
+    AggregationError,
+    ComponentSpec,
+    Params,
+    Structure,
+    profile_table,
+)
+from stormscale.operator.adapters.errors import mapped
+from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError
 from stormscale.planner import FlowModel, ProfileError, parse_profile, throughput
-from stormscale.spark import local
-from stormscale.spark.aggregates import Aggregates
-from stormscale.spark.params import Params
-from stormscale.spark.schema import AggregationError
-from stormscale.spark.structure import ComponentSpec, Structure
+from stormscale.samples import Sample, table
+from stormscale.storm import NimbusClient
+from stormscale.storm.model import Kind, TopologyStructure
+from stormscale.storm.samples import SampleReader, Window
+from stormscale.storm.stats import tasks_per_component
 
 
 class Samples(Protocol):
@@ -49,14 +55,11 @@ class NimbusGraphs:
     client: NimbusClient
 
     def structure(self, topology: str) -> Structure:
-        try:
-            summary = self.client.topology(topology)
-            if summary is None:
-                raise RefusedError(f"topology {topology!r} is not running on Nimbus")
-            graph = self.client.structure(summary.id)
-            info = self.client.topology_info(topology)
-        except NimbusError as err:
-            raise UnavailableError(f"Nimbus: {err}") from None
+        summary = mapped(lambda: self.client.topology(topology))
+        if summary is None:
+            raise RefusedError(f"topology {topology!r} is not running on Nimbus")
+        graph = mapped(lambda: self.client.structure(summary.id))
+        info = mapped(lambda: self.client.topology_info(topology))
         return structure_of(topology, graph, tasks_per_component(info))
 
 
@@ -97,7 +100,7 @@ class PrometheusProfiler:
         now = self.clock()
         step = max(1, floor(self.step_s))
         end = floor(now / step) * step
-        rows = self.samples.read(topology, Window(end - floor(window_s), end, step))
+        rows = mapped(lambda: self.samples.read(topology, Window(end - floor(window_s), end, step)))
         if not rows:
             message = f"no samples of topology {topology!r} in Prometheus for the last {window_s:g}s"
             raise StaleMetricsError(message)
@@ -115,7 +118,7 @@ class PrometheusProfiler:
             idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
             message = f"the measured profile carries no flow (spouts without output: {idle or 'none'})"
             raise StaleMetricsError(message)
-        newest = self.samples.newest(topology)
+        newest = mapped(lambda: self.samples.newest(topology))
         age = window_s if newest is None else max(0.0, now - newest)
         return MeasuredProfile(model, sink_throughput(structure, aggregates), age)
 
@@ -124,7 +127,7 @@ class PrometheusProfiler:
     ) -> tuple[dict[str, Any], Aggregates]:
         params = Params(settle_s=self.settle_s)
         try:
-            (document,), aggregates = local.profile_table(table(rows), [structure], params)
+            (document,), aggregates = profile_table(table(rows), [structure], params)
         except AggregationError as err:
             raise StaleMetricsError(f"topology {topology!r}: {err}") from None
         return document, aggregates

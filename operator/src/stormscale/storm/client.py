@@ -1,0 +1,173 @@
+"""A Nimbus Thrift client: framed binary transport, timeouts, leader discovery, typed one-line errors.
+
+Reads go to the first seed that answers; state changes (rebalance, kill) go to the leader, found
+through the cluster summary's ``isLeader``. Each call opens its own connection, so a Nimbus restart or
+a leader change needs no reconnect logic. Pure Python (thriftpy2): no Java at run time.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from thriftpy2.protocol import cybin
+from thriftpy2.rpc import make_client
+from thriftpy2.thrift import TApplicationException, TException
+from thriftpy2.transport import TFramedTransportFactory, TTransportException
+
+from stormscale.storm import decode
+from stormscale.storm.errors import (
+    NimbusError,
+    NimbusUnavailableError,
+    NotAuthorizedError,
+    RequestRejectedError,
+    TopologyNotFoundError,
+)
+from stormscale.storm.idl import NIMBUS
+from stormscale.storm.model import (
+    ALL_TIME,
+    ClusterSummary,
+    Endpoint,
+    RebalanceRequest,
+    TopologyInfo,
+    TopologyPage,
+    TopologyStructure,
+    TopologySummary,
+)
+from stormscale.storm.stats import check_rebalance, tasks_per_component
+
+DEFAULT_TIMEOUT_S = 10.0
+#: What a garbled or hostile answer raises while it is decoded (thriftpy2's C decoder raises its own
+#: ``ProtocolError``; a huge frame header, ``MemoryError``): a bad response, not a crash.
+MALFORMED: tuple[type[BaseException], ...] = (
+    cybin.ProtocolError,  # type: ignore[attr-defined]  # a Cython module without stubs
+    MemoryError,
+    ValueError,
+    struct.error,
+)
+NOT_LEADER = "not a leader"
+
+
+def translate(err: BaseException, where: str) -> NimbusError:
+    """A Thrift, socket or Nimbus exception as one of the typed errors, with a one-line message."""
+    msg = str(getattr(err, "msg", "") or getattr(err, "message", "") or err)
+    if isinstance(err, NIMBUS.NotAliveException):
+        return TopologyNotFoundError(f"{where}: topology not alive: {msg}")
+    if isinstance(err, NIMBUS.InvalidTopologyException):
+        return RequestRejectedError(f"{where}: refused by Nimbus: {msg}")
+    if isinstance(err, NIMBUS.AuthorizationException):
+        return NotAuthorizedError(f"{where}: not authorized: {msg}")
+    if isinstance(err, TimeoutError | socket.timeout):
+        return NimbusUnavailableError(f"{where}: timed out")
+    if isinstance(err, TApplicationException):
+        return NimbusUnavailableError(f"{where}: Nimbus failed: {msg}")
+    if isinstance(err, TTransportException | OSError | EOFError):
+        return NimbusUnavailableError(f"{where}: cannot reach Nimbus: {msg or type(err).__name__}")
+    return NimbusUnavailableError(f"{where}: bad response from Nimbus: {type(err).__name__}: {msg}")
+
+
+class NimbusClient:
+    """Calls to the Nimbus daemons at ``seeds`` (as Storm's ``nimbus.seeds``)."""
+
+    def __init__(self, seeds: Sequence[Endpoint] | Endpoint, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.seeds = (seeds,) if isinstance(seeds, Endpoint) else tuple(seeds)
+        if not self.seeds:
+            raise ValueError("at least one Nimbus seed is needed")
+        self.timeout_s = timeout_s
+
+    @contextmanager
+    def _connection(self, endpoint: Endpoint) -> Iterator[Any]:
+        timeout_ms = max(1, int(self.timeout_s * 1000))
+        client = make_client(
+            NIMBUS.Nimbus,
+            endpoint.host,
+            endpoint.port,
+            trans_factory=TFramedTransportFactory(),
+            timeout=timeout_ms,
+        )
+        try:
+            yield client
+        finally:
+            client.close()
+
+    def _call_at(self, endpoint: Endpoint, method: str, *args: Any) -> Any:
+        where = f"Nimbus {endpoint} {method}"
+        try:
+            with self._connection(endpoint) as client:
+                return getattr(client, method)(*args)
+        except (TException, OSError, EOFError) as err:
+            raise translate(err, where) from None
+        except MALFORMED as err:
+            raise translate(err, where) from None
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """Call the first seed that answers (reads)."""
+        failures: list[str] = []
+        for endpoint in self.seeds:
+            try:
+                return self._call_at(endpoint, method, *args)
+            except NimbusUnavailableError as err:
+                failures.append(str(err))
+        raise NimbusUnavailableError("; ".join(failures))
+
+    def _call_leader(self, method: str, *args: Any) -> Any:
+        """Call the leader Nimbus (state changes)."""
+        leader = self.cluster_summary().leader
+        if leader is None:
+            raise NimbusUnavailableError(f"{method}: no leader Nimbus among {self._seed_list()}")
+        try:
+            return self._call_at(leader.endpoint, method, *args)
+        except NimbusUnavailableError as err:
+            if NOT_LEADER in str(err):
+                raise NimbusUnavailableError(f"{method}: leadership moved during the call: {err}") from None
+            raise
+
+    def _seed_list(self) -> str:
+        return ", ".join(str(s) for s in self.seeds)
+
+    def cluster_summary(self) -> ClusterSummary:
+        """Nimbus daemons (with the leader), topologies, supervisor slots."""
+        return decode.cluster_summary(self._call("getClusterInfo"))
+
+    def topologies(self) -> tuple[TopologySummary, ...]:
+        """Every topology Nimbus knows."""
+        return tuple(decode.topology_summary(t) for t in self._call("getTopologySummaries"))
+
+    def topology(self, name: str) -> TopologySummary | None:
+        """The topology called ``name``, if any."""
+        return next((t for t in self.topologies() if t.name == name), None)
+
+    def topology_info(self, name: str) -> TopologyInfo:
+        """Executors of topology ``name`` with their stats (every window), errors left out."""
+        options = NIMBUS.GetInfoOptions(num_err_choice=NIMBUS.NumErrorsChoice.NONE)
+        return decode.topology_info(self._call("getTopologyInfoByNameWithOpts", name, options))
+
+    def topology_page(self, topology_id: str, window: str = ALL_TIME) -> TopologyPage:
+        """The UI's topology page over ``window`` (user components), by topology id."""
+        return decode.topology_page(self._call("getTopologyPageInfo", topology_id, window, False), window)
+
+    def structure(self, topology_id: str) -> TopologyStructure:
+        """The submitted graph of a topology, by topology id."""
+        return decode.topology_structure(self._call("getUserTopology", topology_id))
+
+    def rebalance(self, name: str, request: RebalanceRequest, validate: bool = True) -> None:
+        """Ask the leader to rebalance topology ``name``.
+
+        Nimbus itself refuses unknown components and counts below 1 but silently caps executors at the
+        task count; with ``validate`` the request is first checked against the running topology's tasks.
+        """
+        if validate:
+            check_rebalance(name, request, tasks_per_component(self.topology_info(name)))
+        options = NIMBUS.RebalanceOptions(
+            wait_secs=request.wait_secs,
+            num_workers=request.workers,
+            num_executors=dict(request.executors) or None,
+        )
+        self._call_leader("rebalance", name, options)
+
+    def kill(self, name: str, wait_secs: int = 0) -> None:
+        """Ask the leader to kill topology ``name``."""
+        self._call_leader("killTopologyWithOpts", name, NIMBUS.KillOptions(wait_secs=wait_secs))

@@ -1,0 +1,45 @@
+"""The exporter's HTTP server: /metrics (Prometheus text) and /healthz, threaded, quiet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+
+from stormscale.storm.exporter.scraper import Scraper
+
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def app(scraper: Scraper) -> WsgiApp:
+    """Route /healthz to the scraper's health line and everything else to the metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(scraper)
+    metrics = make_wsgi_app(registry)
+
+    def route(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":
+            start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
+            return [(scraper.health() + "\n").encode()]
+        body: Iterable[bytes] = metrics(environ, start_response)
+        return body
+
+    return route
+
+
+def serve(scraper: Scraper, listen: str, port: int) -> WSGIServer:
+    """A server bound to ``listen:port`` (call ``serve_forever``; ``server_port`` when port is 0)."""
+    return make_server(listen, port, app(scraper), server_class=_Server, handler_class=_QuietHandler)

@@ -1,0 +1,144 @@
+"""The sample reader: Prometheus range queries over the exporter's series → tidy samples
+(:mod:`stormscale.samples`, docs/formats/samples.md).
+
+Errors are this package's own two kinds: :class:`PrometheusUnavailableError` (down, timing out, a 5xx
+or 429, a malformed answer: try again later) and :class:`PrometheusError` (Prometheus refused the
+query: retrying will not help). Callers map them to their own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from stormscale.samples import KEY, Sample
+from stormscale.storm.exporter import names as n
+from stormscale.storm.samples.queries import QUERIES, SeriesQuery, escape
+
+T = TypeVar("T")
+
+MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
+_STATUS = re.compile(r"HTTP Status Code (\d{3})")
+#: Answers that mean "not now" rather than "never": overload, rate limits, gateways, restarts.
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus refused the query (a 4xx such as 400 bad query, 401, 403): retrying will not help."""
+
+
+class PrometheusUnavailableError(PrometheusError):
+    """Prometheus cannot answer now (connection, timeout, 5xx, 429, a malformed answer): retry later."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """A range query's whole-second start and end (Unix seconds) and step (seconds); a window that
+    Prometheus would refuse raises :class:`PrometheusError` here, before any query is sent."""
+
+    start: int
+    end: int
+    step_s: int
+
+    def __post_init__(self) -> None:
+        if self.step_s < 1 or self.end < self.start:
+            raise PrometheusError(f"bad window {self}: need step >= 1 s and end >= start")
+        if (self.end - self.start) // self.step_s + 1 > MAX_POINTS:
+            raise PrometheusError(
+                f"window {self} has more than {MAX_POINTS} points per series; raise the step"
+            )
+
+
+def samples_from_result(query: SeriesQuery, result: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """Prometheus's matrix result for ``query`` as schema rows (absent labels become "")."""
+    rows = []
+    for series in result:
+        labels = series["metric"]
+        for ts, value in series["values"]:
+            rows.append(
+                Sample(
+                    ts_ms=round(float(ts) * 1000),
+                    topology=labels.get("topology", ""),
+                    component=labels.get("component", ""),
+                    executor=labels.get("executor", ""),
+                    metric=query.metric,
+                    stream=labels.get("stream", ""),
+                    source=labels.get("source", ""),
+                    value=float(value),
+                )
+            )
+    return rows
+
+
+def check_unique(rows: Sequence[Sample]) -> None:
+    """Raise ValueError naming a duplicated key, if any."""
+    seen: set[tuple[object, ...]] = set()
+    for row in rows:
+        if row.key in seen:
+            raise ValueError(f"duplicate sample {dict(zip(KEY, row.key, strict=True))}")
+        seen.add(row.key)
+
+
+def status_code(err: PrometheusApiClientException) -> int | None:
+    """The HTTP status the client put into its message (``HTTP Status Code 503 (...)``), if any."""
+    match = _STATUS.search(str(err))
+    return int(match.group(1)) if match else None
+
+
+class SampleReader:
+    """Reads every schema metric of one topology from Prometheus."""
+
+    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+        self.url = url
+        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s)
+
+    def _call(self, promql: str, call: Callable[[], T]) -> T:
+        """Run one query; every failure becomes one of this module's two errors, with one line."""
+        try:
+            return call()
+        except requests.RequestException as err:
+            raise PrometheusUnavailableError(f"Prometheus {self.url}: {type(err).__name__}: {err}") from None
+        except PrometheusApiClientException as err:
+            code = status_code(err)
+            kind = PrometheusUnavailableError if code is None or code in RETRYABLE_STATUS else PrometheusError
+            raise kind(f"Prometheus {self.url} answered {code or '?'} to {promql!r}") from None
+        except (KeyError, IndexError, TypeError, ValueError) as err:  # a 200 that is not Prometheus's JSON
+            message = f"Prometheus {self.url}: malformed answer to {promql!r} ({type(err).__name__}: {err})"
+            raise PrometheusUnavailableError(message) from None
+
+    def _range(self, promql: str, window: Window) -> list[Mapping[str, Any]]:
+        start = datetime.fromtimestamp(window.start, UTC)
+        end = datetime.fromtimestamp(window.end, UTC)
+        result: list[Mapping[str, Any]] = self._call(
+            promql,
+            lambda: self.prometheus.custom_query_range(
+                promql, start_time=start, end_time=end, step=str(window.step_s)
+            ),
+        )
+        return result
+
+    def newest(self, topology: str) -> float | None:
+        """Unix time of the newest scraped executed-count sample of ``topology`` (None: none in
+        Prometheus's lookback). Range queries repeat a series' last value for up to five minutes, so
+        freshness is read from the samples' own timestamps."""
+        promql = f'max(timestamp({n.EXECUTED}{{topology="{escape(topology)}"}}))'
+        result: list[Mapping[str, Any]] = self._call(promql, lambda: self.prometheus.custom_query(promql))
+        return self._call(promql, lambda: float(result[0]["value"][1]) if result else None)
+
+    def read(self, topology: str, window: Window) -> list[Sample]:
+        """Every sample of ``topology`` in ``window``, sorted, unique on the schema's key."""
+        rows: list[Sample] = []
+        for query in QUERIES:
+            promql = query.promql(topology)
+            result = self._range(promql, window)
+            rows += self._call(promql, lambda: samples_from_result(query, result))  # noqa: B023 - called at once
+        rows.sort()
+        self._call("(all queries)", lambda: check_unique(rows))
+        return rows

@@ -1,0 +1,27 @@
+"""The aggregation: tidy metric samples (:mod:`stormscale.samples`) → one topology profile per topology.
+
+Two engines compute the same profile with the same estimators and formulas: the single-process one
+(:func:`profile_table`, pyarrow + NumPy, what the operator runs in-process) and the PySpark job
+(:mod:`stormscale.aggregation.spark`, the ``[spark]`` extra) for inputs that do not fit in memory.
+This module is the public API; the operator imports nothing else of the package.
+"""
+
+from stormscale.aggregation.aggregates import Aggregates, ComponentStats
+from stormscale.aggregation.local import profile_table
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.profiles import write_profile
+from stormscale.aggregation.schema import AggregationError
+from stormscale.aggregation.structure import ComponentSpec, Structure, load_structure, parse_structure
+
+__all__ = [
+    "Aggregates",
+    "AggregationError",
+    "ComponentSpec",
+    "ComponentStats",
+    "Params",
+    "Structure",
+    "load_structure",
+    "parse_structure",
+    "profile_table",
+    "write_profile",
+]

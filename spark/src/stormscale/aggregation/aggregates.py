@@ -1,0 +1,94 @@
+"""The small per-topology results both implementations produce, and the only rows the driver collects.
+
+A few rows per component: window rates, busy fractions and, for every estimated field, the number of
+intervals it rests on and the spread of its per-interval values. :mod:`stormscale.aggregation.profiles`
+turns them into the profile JSON, so the Spark job and the single-process implementation share it.
+Nothing here imports PySpark (the operator image uses the single-process engine without it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Where a busy fraction came from, best first: the busy-seconds counter (exact over any interval),
+#: the execute-latency gauge (Storm's 10-minute mean, which lags a start or a rebalance) or Storm's
+#: 10-minute capacity gauge. A component records the worst source any of its intervals used.
+BUSY_COUNTER, BUSY_LATENCY, BUSY_GAUGE = 2, 1, 0
+BUSY_SOURCES = {BUSY_COUNTER: "busy-counter", BUSY_LATENCY: "execute-latency", BUSY_GAUGE: "capacity-gauge"}
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """The window of one topology: its samples, the last change, and the steady part after it.
+
+    Times are seconds since the epoch (UTC), so no time zone conversion happens on collect.
+    """
+
+    topology: str
+    first_ts: float
+    last_ts: float
+    changed_at: float | None
+    steady_start: float
+    intervals: int
+    duplicates: int
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentStats:
+    """Window estimates of one component (rates in tuples/s over the steady window).
+
+    ``*_n`` are the per-interval sample counts and ``*_cv`` the relative spreads (standard deviation
+    over mean) of the per-interval values of the same quantity.
+    """
+
+    topology: str
+    component: str
+    executors_seen: int
+    units: float | None
+    tasks: float | None
+    executed_rate: float | None
+    emitted_rate: float | None
+    offered_rate: float | None
+    busy_max: float | None
+    busy_mean: float | None
+    busy_source: int
+    rate_n: int
+    rate_cv: float | None
+    selectivity_n: int
+    selectivity_cv: float | None
+    capacity_n: int
+    capacity_cv: float | None
+    offered_n: int
+    offered_cv: float | None
+    emitted_n: int
+    emitted_cv: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeStats:
+    """Tuples/s the child executed from the parent, and the spread of the per-interval fraction."""
+
+    topology: str
+    child: str
+    parent: str
+    rate: float
+    fraction_n: int
+    fraction_cv: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    """Everything either engine hands to the profile builder: a few rows per component, no raw sample."""
+
+    windows: dict[str, WindowStats]
+    components: dict[str, dict[str, ComponentStats]]
+    edges: dict[str, list[EdgeStats]]
+
+
+def from_row(cls: type[T], row: Mapping[str, Any]) -> T:
+    """Build an aggregate from a collected row (or a dict with the same keys)."""
+    return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]

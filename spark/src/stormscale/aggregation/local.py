@@ -1,0 +1,484 @@
+"""The same estimators in a single process (pyarrow + NumPy), for small inputs and as a baseline.
+
+Each step mirrors its Spark twin in :mod:`stormscale.aggregation.spark.estimators` (same names, same formulas
+from :mod:`stormscale.aggregation.formulas`) and yields the same aggregates, which
+:mod:`stormscale.aggregation.profiles` turns into the same profile. Everything is held in memory: the
+input must fit, which is the limit the Spark job removes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+
+from stormscale.aggregation import formulas
+from stormscale.aggregation.aggregates import (
+    BUSY_COUNTER,
+    BUSY_GAUGE,
+    BUSY_LATENCY,
+    Aggregates,
+    ComponentStats,
+    EdgeStats,
+    WindowStats,
+    from_row,
+)
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.profiles import profiles
+from stormscale.aggregation.schema import TOPOLOGY_GAUGES, USED, AggregationError, check_columns
+from stormscale.aggregation.structure import Structure
+from stormscale.samples.names import (
+    BUSY,
+    CAPACITY,
+    COUNTERS,
+    EMITTED,
+    EXECUTE_LATENCY,
+    EXECUTED,
+    EXECUTORS,
+    OFFERED,
+    TASKS,
+)
+from stormscale.samples.schema import SERIES
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Codes:
+    """The string columns as integer codes into per-column dictionaries."""
+
+    codes: dict[str, I64]
+    names: dict[str, list[str]]
+
+    def mask(self, column: str, values: Sequence[str]) -> B:
+        wanted = [i for i, name in enumerate(self.names[column]) if name in values]
+        return np.isin(self.codes[column], wanted)
+
+    def starts_with(self, column: str, prefix: str) -> B:
+        hits = [i for i, name in enumerate(self.names[column]) if name.startswith(prefix)]
+        return np.isin(self.codes[column], hits)
+
+
+@dataclass(frozen=True)
+class Stepped:
+    """``with_increments``: samples sorted by series and time, with the interval ending at each."""
+
+    codes: Codes
+    ts: F64
+    value: F64
+    prev_ts: F64
+    dt: F64
+    increase: F64
+    counter: B
+    reset: B
+    changed: B
+
+
+def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.Table:
+    """The window's samples of the named topologies (the contract's columns), as one Arrow table."""
+    try:
+        dataset = pds.dataset(list(paths), format="parquet")
+    except (OSError, pa.ArrowInvalid) as err:
+        raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
+    check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)
+    condition = pc.field("topology").isin(list(topologies)) & pc.field("metric").isin(list(USED))
+    if params.start is not None:
+        condition &= pc.field("ts") >= pa.scalar(params.start, pa.timestamp("ms", tz="UTC"))
+    if params.end is not None:
+        condition &= pc.field("ts") <= pa.scalar(params.end, pa.timestamp("ms", tz="UTC"))
+    return dataset.to_table(columns=["ts", *SERIES, "value"], filter=condition)
+
+
+def encode(table: pa.Table) -> Codes:
+    codes, names = {}, {}
+    for column in SERIES:
+        encoded: Any = pc.dictionary_encode(table[column]).combine_chunks()
+        codes[column] = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        names[column] = encoded.dictionary.to_pylist()
+    return Codes(codes, names)
+
+
+def _series_key(codes: Codes) -> I64:
+    key = np.zeros(len(codes.codes["topology"]), dtype=np.int64)
+    bound = 1
+    for column in SERIES:
+        size = max(len(codes.names[column]), 1)
+        bound *= size
+        if bound >= 2**62:
+            raise AggregationError("samples: too many distinct series for the single-process engine")
+        key = key * size + codes.codes[column]
+    return key
+
+
+def with_increments(table: pa.Table, counters: Sequence[str] = COUNTERS) -> Stepped:
+    """See :func:`stormscale.aggregation.spark.estimators.with_increments` (same definitions)."""
+    raw = encode(table)
+    ts = table["ts"].combine_chunks().cast(pa.int64()).to_numpy().astype(np.float64) / 1000.0
+    value = table["value"].combine_chunks().to_numpy(zero_copy_only=False)
+    key = _series_key(raw)
+    order = np.lexsort((ts, key))
+    key, ts, value = key[order], ts[order], value[order]
+    codes = Codes({c: a[order] for c, a in raw.codes.items()}, raw.names)
+    has_prev = np.concatenate([[False], key[1:] == key[:-1]])
+    prev_ts = np.where(has_prev, np.roll(ts, 1), np.nan)
+    prev_value = np.where(has_prev, np.roll(value, 1), np.nan)
+    counter = codes.mask("metric", counters)
+    increase = np.where(counter & has_prev, formulas.counter_increase(prev_value, value), np.nan)
+    return Stepped(
+        codes=codes,
+        ts=ts,
+        value=value,
+        prev_ts=prev_ts,
+        dt=ts - prev_ts,
+        increase=increase,
+        counter=counter,
+        reset=counter & has_prev & (value < prev_value),
+        changed=~counter & has_prev & (value != prev_value),
+    )
+
+
+def _nullable(values: F64, valid: B | None = None) -> pa.Array[Any]:
+    mask = ~np.isfinite(values) if valid is None else ~valid | ~np.isfinite(values)
+    return pa.array(values, mask=mask)
+
+
+def _group(columns: dict[str, Any], keys: list[str], aggs: list[tuple[str, str, str]]) -> pa.Table:
+    """Hash aggregation; ``aggs`` are (column, function, output name); nulls are skipped."""
+    table = pa.table(columns)
+    specs: list[Any] = []
+    for column, function, _ in aggs:
+        if function == "stddev":
+            specs.append((column, "stddev", pc.VarianceOptions(ddof=1)))
+        elif function in ("sum", "min", "max", "mean"):
+            specs.append((column, function, pc.ScalarAggregateOptions(min_count=1)))
+        else:
+            specs.append((column, function))
+    out = table.group_by(keys, use_threads=True).aggregate(specs)
+    renames = {f"{column}_{function}": name for column, function, name in aggs}
+    return out.rename_columns([renames.get(n, n) for n in out.column_names])
+
+
+def _np(table: pa.Table, column: str) -> F64:
+    return table[column].combine_chunks().to_numpy(zero_copy_only=False).astype(np.float64)
+
+
+def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
+    """See :func:`stormscale.aggregation.spark.estimators.source_intervals` (the one pass over raw rows)."""
+    c = stepped.codes
+    m = c.codes["metric"]
+
+    def code(name: str) -> int:
+        return c.names["metric"].index(name) if name in c.names["metric"] else -1
+
+    inc, value = stepped.increase, stepped.value
+    data = ~c.starts_with("stream", system_prefix)
+    change = stepped.reset | (c.mask("metric", TOPOLOGY_GAUGES) & stepped.changed)
+    columns: dict[str, Any] = {k: c.codes[k] for k in ("topology", "component", "executor", "source")}
+    columns["ts"] = stepped.ts
+    columns["start"] = _nullable(stepped.prev_ts)
+    columns["dt"] = _nullable(stepped.dt, np.isfinite(inc))
+    columns["executed"] = _nullable(inc, m == code(EXECUTED))
+    columns["emitted"] = _nullable(inc, (m == code(EMITTED)) & data)
+    columns["offered"] = _nullable(inc, m == code(OFFERED))
+    columns["busy_s"] = _nullable(inc, m == code(BUSY))
+    gauges = (
+        ("latency_ms", EXECUTE_LATENCY),
+        ("capacity", CAPACITY),
+        ("executors", EXECUTORS),
+        ("tasks", TASKS),
+    )
+    for name, metric_name in gauges:
+        columns[name] = _nullable(value, m == code(metric_name))
+    columns["change"] = change.astype(np.int64)
+    columns["dup"] = (stepped.dt == 0).astype(np.int64)
+    aggs = [("start", "min", "start"), ("dt", "max", "dt")]
+    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered", "busy_s")]
+    aggs += [(n, "max", n) for n, _ in gauges]
+    aggs += [("change", "max", "change"), ("dup", "sum", "duplicates")]
+    return _group(columns, ["topology", "component", "executor", "source", "ts"], aggs)
+
+
+def change_points(intervals: pa.Table, settle_s: float) -> pa.Table:
+    """``change_points`` and ``steady_windows`` of the Spark job, per topology code."""
+    ts = _np(intervals, "ts")
+    changed = intervals["change"].to_numpy(zero_copy_only=False) > 0
+    columns = {"topology": intervals["topology"], "ts": ts, "changed": _nullable(ts, changed)}
+    columns["duplicates"] = intervals["duplicates"]
+    aggs = [("ts", "min", "first_ts"), ("ts", "max", "last_ts"), ("changed", "max", "changed_at")]
+    out = _group(columns, ["topology"], [*aggs, ("duplicates", "sum", "duplicates")])
+    start = np.fmax(_np(out, "first_ts"), _np(out, "changed_at") + settle_s)
+    return out.append_column("steady_start", pa.array(start))
+
+
+def steady(intervals: pa.Table, windows: pa.Table) -> pa.Table:
+    """Intervals wholly inside the steady window (``t_prev ≥ steady_start``)."""
+    codes = intervals["topology"].to_numpy()
+    lookup = np.full(int(codes.max(initial=0)) + 1, np.inf)
+    lookup[windows["topology"].to_numpy()] = _np(windows, "steady_start")
+    start = np.nan_to_num(_np(intervals, "start"), nan=-np.inf)
+    return intervals.filter(pa.array(start >= lookup[codes]))
+
+
+def executor_intervals(steady_rows: pa.Table) -> pa.Table:
+    """See :func:`stormscale.aggregation.spark.estimators.executor_intervals`."""
+    sums = ("executed", "emitted", "offered", "busy_s")
+    gauges = ("latency_ms", "capacity", "executors", "tasks")
+    columns = {k: steady_rows[k] for k in ("topology", "component", "executor", "ts", "dt", *sums, *gauges)}
+    aggs = [("dt", "max", "dt")] + [(n, "sum", n) for n in sums] + [(n, "max", n) for n in gauges]
+    out = _group(columns, ["topology", "component", "executor", "ts"], aggs)
+    dt, busy_s = _np(out, "dt"), _np(out, "busy_s")
+    executed, latency = _np(out, "executed"), _np(out, "latency_ms")
+    from_counter = np.isfinite(busy_s)
+    from_latency = np.isfinite(executed) & np.isfinite(latency)
+    busy = np.where(
+        from_counter,
+        formulas.busy_from_counter(busy_s, dt),
+        np.where(from_latency, formulas.busy_fraction(executed, latency, dt), _np(out, "capacity")),
+    )
+    source = np.where(from_counter, BUSY_COUNTER, np.where(from_latency, BUSY_LATENCY, BUSY_GAUGE))
+    return out.append_column("busy", _nullable(busy)).append_column("busy_source", pa.array(source))
+
+
+def _safe_div(a: F64, b: F64) -> F64:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: F64 = a / b
+    return out
+
+
+def executor_window(intervals: pa.Table) -> pa.Table:
+    """Window rates and busy fraction per executor (as in the Spark job)."""
+    dt, busy = _np(intervals, "dt"), _np(intervals, "busy")
+    columns: dict[str, Any] = {
+        k: intervals[k]
+        for k in ("topology", "component", "executor", "executed", "emitted", "offered", "dt", "ts")
+    }
+    columns["busy_dt"] = _nullable(busy * dt)
+    columns["dt_busy"] = _nullable(dt, np.isfinite(busy))
+    columns["busy_source"] = _nullable(
+        intervals["busy_source"].to_numpy(zero_copy_only=False).astype(np.float64), np.isfinite(busy)
+    )
+    columns["executors"], columns["tasks"] = intervals["executors"], intervals["tasks"]
+    sums = [(n, "sum", n) for n in ("executed", "emitted", "offered", "dt", "busy_dt", "dt_busy")]
+    out = _group(
+        columns,
+        ["topology", "component", "executor"],
+        [
+            *sums,
+            ("busy_source", "min", "busy_source"),
+            ("executors", "max", "units"),
+            ("tasks", "max", "tasks"),
+        ],
+    )
+    seconds = _np(out, "dt")
+    rates = {
+        f"{n}_rate": _nullable(_safe_div(_np(out, n), seconds)) for n in ("executed", "emitted", "offered")
+    }
+    busy_w = _safe_div(_np(out, "busy_dt"), _np(out, "dt_busy"))
+    result = pa.table(
+        {k: out[k] for k in ("topology", "component", "executor", "units", "tasks", "busy_source")} | rates
+    )
+    return result.append_column("busy", _nullable(busy_w))
+
+
+def component_window(executors: pa.Table, empty_executor: int) -> pa.Table:
+    executor = executors["executor"].to_numpy()
+    has_data = (executor != empty_executor) & (
+        np.isfinite(_np(executors, "executed_rate")) | np.isfinite(_np(executors, "emitted_rate"))
+    )
+    columns = {k: executors[k] for k in executors.column_names} | {"has_data": has_data.astype(np.int64)}
+    aggs = [("has_data", "sum", "executors_seen"), ("units", "max", "units"), ("tasks", "max", "tasks")]
+    aggs += [(n, "sum", n) for n in ("executed_rate", "emitted_rate", "offered_rate")]
+    aggs += [
+        ("busy", "max", "busy_max"),
+        ("busy", "mean", "busy_mean"),
+        ("busy_source", "min", "busy_source"),
+    ]
+    return _group(columns, ["topology", "component"], aggs)
+
+
+def component_intervals(intervals: pa.Table) -> pa.Table:
+    """Per component and interval (for spreads), as in the Spark job."""
+    busy = _np(intervals, "busy")
+    columns: dict[str, Any] = {
+        k: intervals[k]
+        for k in ("topology", "component", "ts", "dt", "executed", "emitted", "offered", "busy", "executors")
+    }
+    columns["has_busy"] = np.isfinite(busy).astype(np.int64)
+    aggs = [
+        ("dt", "max", "dt"),
+        ("executed", "sum", "executed"),
+        ("emitted", "sum", "emitted"),
+        ("offered", "sum", "offered"),
+    ]
+    aggs += [("busy", "max", "busy_max"), ("executors", "max", "units"), ("has_busy", "sum", "busy_count")]
+    g = _group(columns, ["topology", "component", "ts"], aggs)
+    dt, executed, emitted = _np(g, "dt"), _np(g, "executed"), _np(g, "emitted")
+    gauge_units = _np(g, "units")
+    units = np.where(np.isfinite(gauge_units), gauge_units, _np(g, "busy_count"))
+    executed_rate = _safe_div(executed, dt)
+    rate_t = np.where(np.isfinite(executed_rate), executed_rate, _safe_div(emitted, dt))
+    return pa.table(
+        {
+            "topology": g["topology"],
+            "component": g["component"],
+            "ts": g["ts"],
+            "dt": g["dt"],
+            "emitted": g["emitted"],
+            "rate_t": _nullable(rate_t),
+            "selectivity_t": _nullable(_safe_div(emitted, executed)),
+            "capacity_t": _nullable(formulas.capacity_per_unit(executed_rate, units, _np(g, "busy_max"))),
+            "offered_t": _nullable(_safe_div(_np(g, "offered"), dt)),
+            "emitted_t": _nullable(_safe_div(emitted, dt)),
+        }
+    )
+
+
+def component_spreads(per_interval: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
+    names = ("rate", "selectivity", "capacity", "offered", "emitted")
+    aggs = [(f"{n}_t", fn, f"{n}_{fn}") for n in names for fn in ("count", "mean", "stddev")]
+    g = _group({k: per_interval[k] for k in per_interval.column_names}, ["topology", "component"], aggs)
+    rows = g.to_pylist()
+    out = {}
+    for row in rows:
+        stats: dict[str, Any] = {}
+        for n in names:
+            mean, std = row[f"{n}_mean"], row[f"{n}_stddev"]
+            stats[f"{n}_n"] = row[f"{n}_count"]
+            stats[f"{n}_cv"] = None if mean in (None, 0) or std is None else std / mean
+        out[(row["topology"], row["component"])] = stats
+    return out
+
+
+def edges(steady_rows: pa.Table, c: Codes, per_interval: pa.Table) -> list[dict[str, Any]]:
+    """``edge_window``, ``edge_intervals`` and ``edge_stats`` of the Spark job."""
+    empty_source = c.names["source"].index("") if "" in c.names["source"] else -1
+    rows = steady_rows.filter(pa.array(steady_rows["source"].to_numpy() != empty_source))
+    per_executor = _group(
+        {k: rows[k] for k in ("topology", "component", "executor", "source", "executed", "dt")},
+        ["topology", "component", "executor", "source"],
+        [("executed", "sum", "inc"), ("dt", "sum", "dt")],
+    )
+    rates = _safe_div(_np(per_executor, "inc"), _np(per_executor, "dt"))
+    columns = {"topology": per_executor["topology"], "child": per_executor["component"]}
+    window = _group(
+        columns | {"source": per_executor["source"], "rate": rates},
+        ["topology", "child", "source"],
+        [("rate", "sum", "rate")],
+    )
+    columns = {"topology": rows["topology"], "child": rows["component"]}
+    received = _group(
+        columns | {k: rows[k] for k in ("source", "ts", "executed")},
+        ["topology", "child", "source", "ts"],
+        [("executed", "sum", "received")],
+    )
+    # the parent's emitted at the same interval: component codes and source codes differ, map by name
+    to_component = np.array(
+        [c.names["component"].index(s) if s in c.names["component"] else -1 for s in c.names["source"]]
+        or [-1]
+    )
+    received = received.append_column("parent", pa.array(to_component[received["source"].to_numpy()]))
+    parents = per_interval.select(["topology", "component", "ts", "emitted"]).rename_columns(
+        ["topology", "parent", "ts", "parent_emitted"]
+    )
+    joined = received.join(parents, ["topology", "parent", "ts"])
+    fraction = formulas.edge_fraction(_np(joined, "received"), _np(joined, "parent_emitted"))
+    fr = _group(
+        {k: joined[k] for k in ("topology", "child", "source")} | {"f": _nullable(fraction)},
+        ["topology", "child", "source"],
+        [("f", "count", "n"), ("f", "mean", "mean"), ("f", "stddev", "std")],
+    )
+    spread = {(r["topology"], r["child"], r["source"]): r for r in fr.to_pylist()}
+    out = []
+    for r in window.to_pylist():
+        s = spread.get((r["topology"], r["child"], r["source"]), {"n": 0, "mean": None, "std": None})
+        cv = None if not s["mean"] or s["std"] is None else s["std"] / s["mean"]
+        out.append(
+            {
+                "topology": r["topology"],
+                "child": r["child"],
+                "parent": r["source"],
+                "rate": r["rate"],
+                "fraction_n": s["n"],
+                "fraction_cv": cv,
+            }
+        )
+    return out
+
+
+def aggregate(table: pa.Table, params: Params) -> Aggregates:
+    """All estimators on an in-memory table; the same aggregates as the Spark job's
+    (:func:`stormscale.aggregation.spark.job.aggregate`)."""
+    stepped = with_increments(table)
+    codes = stepped.codes
+    names = codes.names
+    sources = source_intervals(stepped, params.system_stream_prefix)
+    del stepped  # the raw rows are no longer needed
+    windows = change_points(sources, params.settle_s)
+    steady_rows = steady(sources, windows)
+    intervals = executor_intervals(steady_rows)
+    per_interval = component_intervals(intervals)
+    empty = names["executor"].index("") if "" in names["executor"] else -1
+    window = component_window(executor_window(intervals), empty)
+    spreads = component_spreads(per_interval)
+    counts = _group(
+        {k: per_interval[k] for k in ("topology", "component")} | {"dt": per_interval["dt"]},
+        ["topology", "component"],
+        [("dt", "count", "n")],
+    )
+    intervals_by_topology: dict[int, int] = {}
+    for r in counts.to_pylist():
+        intervals_by_topology[r["topology"]] = max(intervals_by_topology.get(r["topology"], 0), r["n"])
+    result = Aggregates({}, {}, {})
+    for r in windows.to_pylist():
+        name = names["topology"][r["topology"]]
+        row = r | {"topology": name, "intervals": intervals_by_topology.get(r["topology"], 0)}
+        result.windows[name] = from_row(WindowStats, row)
+    for r in window.to_pylist():
+        name, comp = names["topology"][r["topology"]], names["component"][r["component"]]
+        row = r | spreads.get((r["topology"], r["component"]), {}) | {"topology": name, "component": comp}
+        source = row["busy_source"]  # null: no executor had a busy fraction, as Spark's coalesce
+        row["busy_source"] = BUSY_GAUGE if source is None else round(source)
+        row = {
+            **{
+                f"{n}_{s}": (0 if s == "n" else None)
+                for n in ("rate", "selectivity", "capacity", "offered", "emitted")
+                for s in ("n", "cv")
+            },
+            **row,
+        }
+        result.components.setdefault(name, {})[comp] = from_row(ComponentStats, row)
+    for e in edges(steady_rows, codes, per_interval):
+        row = e | {
+            "topology": names["topology"][e["topology"]],
+            "child": names["component"][e["child"]],
+            "parent": names["source"][e["parent"]],
+        }
+        result.edges.setdefault(row["topology"], []).append(from_row(EdgeStats, row))
+    return result
+
+
+def run(paths: Sequence[str], structures: Sequence[Structure], params: Params) -> list[dict[str, Any]]:
+    """Samples at ``paths`` → one profile per structure, in this process."""
+    if not structures:
+        raise AggregationError("structure: at least one topology structure is needed")
+    table = read(paths, [s.topology for s in structures], params)
+    if table.num_rows == 0:
+        raise AggregationError("samples: no rows for the named topologies in the window")
+    return profile_table(table, structures, params)[0]
+
+
+def profile_table(
+    table: pa.Table, structures: Sequence[Structure], params: Params
+) -> tuple[list[dict[str, Any]], Aggregates]:
+    """An in-memory table of samples → one profile per structure, and the aggregates behind them."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # x/0 → inf/nan → null, as in Spark
+        aggregates = aggregate(table, params)
+    return profiles(structures, aggregates, params), aggregates

@@ -1,0 +1,65 @@
+"""The aggregation's checks of its input against the sample contract (:mod:`stormscale.samples`).
+
+The Spark twin of the contract's schema is in :mod:`stormscale.aggregation.spark.types` (this module
+needs no PySpark).
+
+Both implementations (the Spark job and :mod:`stormscale.aggregation.local`) read the same columns and
+reject the same malformed inputs with the same one-line messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from stormscale.samples.names import (
+    BUSY,
+    CAPACITY,
+    EMITTED,
+    EXECUTE_LATENCY,
+    EXECUTED,
+    EXECUTORS,
+    OFFERED,
+    TASKS,
+    WORKERS,
+)
+from stormscale.samples.schema import SERIES
+
+
+class AggregationError(ValueError):
+    """Malformed or insufficient input; the message is one line naming the problem."""
+
+
+#: Metrics the estimators read; the others are ignored.
+USED = (EMITTED, EXECUTED, OFFERED, BUSY, CAPACITY, EXECUTE_LATENCY, EXECUTORS, TASKS, WORKERS)
+#: Gauges whose change marks a rebalance (the steady window starts after the last one).
+TOPOLOGY_GAUGES = (EXECUTORS, WORKERS)
+
+#: Spark's type names for the Arrow types of the contract (what ``DataFrame.schema`` reports).
+_SPARK_TYPES = {"ts": "timestamp", "value": "double", **dict.fromkeys(SERIES, "string")}
+_ARROW_STRING_LIKE = {"string", "large_string", "dictionary<values=string, indices=int32, ordered=0>"}
+
+
+def check_columns(found: Iterable[tuple[str, str]], *, arrow: bool) -> None:
+    """Raise :class:`AggregationError` unless every contract column is present with its type.
+
+    ``found`` is (name, type) as Spark (``df.dtypes``) or Arrow (``str(field.type)``) prints it.
+    Extra columns are allowed and ignored.
+    """
+    types = dict(found)
+    for name, expected in _SPARK_TYPES.items():
+        if name not in types:
+            raise AggregationError(f"samples: missing column {name!r} (see docs/formats/samples.md)")
+        got = types[name]
+        if _type_ok(name, expected, got, arrow=arrow):
+            continue
+        raise AggregationError(f"samples: column {name!r} must be {expected}, got {got}")
+
+
+def _type_ok(name: str, expected: str, got: str, *, arrow: bool) -> bool:
+    if not arrow:
+        return got == expected or (name == "ts" and got == "timestamp_ntz")
+    if name == "ts":
+        return got.startswith("timestamp[")
+    if name == "value":
+        return got == "double"
+    return got in _ARROW_STRING_LIKE or (got.startswith("dictionary<values=string") and "ordered" in got)

@@ -1,1 +1,0 @@
-"""Stormscale aggregation job (PySpark). Filled in by the aggregation issue."""
