@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
 
 from stormscale.samples import KEY, Sample
 from stormscale.storm.exporter import names as n
@@ -95,9 +96,17 @@ def status_code(err: PrometheusApiClientException) -> int | None:
 class SampleReader:
     """Reads every schema metric of one topology from Prometheus."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0, retries: int = 2) -> None:
+        """``retries``: how often an answer in :data:`RETRYABLE_STATUS` is asked again (with backoff)
+        before the reader gives up with :class:`PrometheusUnavailableError`."""
         self.url = url
-        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s)
+        retry = Retry(
+            total=retries,
+            backoff_factor=0.5,
+            status_forcelist=sorted(RETRYABLE_STATUS),
+            raise_on_status=False,  # the last answer's status then names the problem
+        )
+        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s, retry=retry)
 
     def _call(self, promql: str, call: Callable[[], T]) -> T:
         """Run one query; every failure becomes one of this module's two errors, with one line."""
