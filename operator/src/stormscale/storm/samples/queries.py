@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stormscale.samples import names as m
 from stormscale.storm.exporter import names as n
 
 COUNTER_BY_STREAM = ("topology", "component", "executor", "stream")
@@ -36,17 +37,17 @@ def escape(value: str) -> str:
 
 
 QUERIES = (
-    SeriesQuery("emitted_total", n.EMITTED, COUNTER_BY_STREAM),
-    SeriesQuery("transferred_total", n.TRANSFERRED, COUNTER_BY_STREAM),
-    SeriesQuery("executed_total", n.EXECUTED, (*PER_EXECUTOR, "source", "stream")),
-    SeriesQuery("acked_total", n.ACKED, PER_EXECUTOR),
-    SeriesQuery("failed_total", n.FAILED, PER_EXECUTOR),
-    SeriesQuery("busy_seconds_total", n.BUSY, PER_EXECUTOR),
-    SeriesQuery("offered_total", n.SPOUT_OFFERED, PER_COMPONENT, aggregation="sum"),
-    SeriesQuery("capacity", n.CAPACITY, PER_EXECUTOR),
-    SeriesQuery("execute_latency_ms", n.EXECUTE_LATENCY, PER_EXECUTOR),
-    SeriesQuery("process_latency_ms", n.PROCESS_LATENCY, PER_EXECUTOR),
-    SeriesQuery("executors", n.EXECUTORS, PER_COMPONENT),
-    SeriesQuery("tasks", n.TASKS, PER_COMPONENT),
-    SeriesQuery("workers", n.WORKERS, ("topology",)),
+    SeriesQuery(m.EMITTED, n.EMITTED, COUNTER_BY_STREAM),
+    SeriesQuery(m.TRANSFERRED, n.TRANSFERRED, COUNTER_BY_STREAM),
+    SeriesQuery(m.EXECUTED, n.EXECUTED, (*PER_EXECUTOR, "source", "stream")),
+    SeriesQuery(m.ACKED, n.ACKED, PER_EXECUTOR),
+    SeriesQuery(m.FAILED, n.FAILED, PER_EXECUTOR),
+    SeriesQuery(m.BUSY, n.BUSY, PER_EXECUTOR),
+    SeriesQuery(m.OFFERED, n.SPOUT_OFFERED, PER_COMPONENT, aggregation="sum"),
+    SeriesQuery(m.CAPACITY, n.CAPACITY, PER_EXECUTOR),
+    SeriesQuery(m.EXECUTE_LATENCY, n.EXECUTE_LATENCY, PER_EXECUTOR),
+    SeriesQuery(m.PROCESS_LATENCY, n.PROCESS_LATENCY, PER_EXECUTOR),
+    SeriesQuery(m.EXECUTORS, n.EXECUTORS, PER_COMPONENT),
+    SeriesQuery(m.TASKS, n.TASKS, PER_COMPONENT),
+    SeriesQuery(m.WORKERS, n.WORKERS, ("topology",)),
 )
