@@ -15,10 +15,11 @@ inside one worker (JVM), not between two workers of one pod. So every bin is a p
 whose capacity is the pod's (``W_c``, ``W_m``), and tasks are executors (the paper sets "the number of
 tasks … same as the number of executors", §6.1).
 
-**Evaluated per operator.** All remaining tasks of one operator have the same demands given ``φ(m)``
-(Assumption 1), so the first of them in the deterministic order is the only one that can win (A14:
-first maximum wins). We evaluate Eqs. 3, 5 and 6 once per operator instead of once per task: the
-result is identical to §5.4's task loop, in O(n·ops·deg²) instead of O(n²·k·d).
+**Evaluated per operator, incrementally.** All remaining tasks of one operator have the same demands
+given ``φ(m)`` (Assumption 1), so the first of them in the deterministic order is the only one that can
+win (A14: first maximum wins). We evaluate Eq. 6 once per operator instead of once per task, and keep
+Eq. 5's terms per operator, updated for the neighbours of each placed task (spec §5.4's incremental
+variant). The placements are those of §5.4's task loop, in O(n·ops + n·deg) instead of O(n²·k·d).
 """
 
 from __future__ import annotations
@@ -208,12 +209,35 @@ def machine_usage(demands: Mapping[str, TaskDemand], placed: Mapping[str, int]) 
 
 @dataclass
 class _OpenMachine:
-    """The machine being filled: tasks per operator, ``Σ Ĉ`` and ``Σ M̂`` (Algorithm 1 line 13)."""
+    """The machine being filled: tasks per operator, ``Σ Ĉ`` and ``Σ M̂`` (Algorithm 1 line 13), and
+    for every operator ``own = Ĉ_max − Ĉ_τ`` and ``sav`` of Eq. 5 given ``φ(m)`` (spec §5.4's
+    incremental variant)."""
 
+    n_ops: int
     placed: dict[str, int] = field(default_factory=dict)
     tasks: list[TaskRef] = field(default_factory=list)
     used_c: float = 0.0
     used_m: float = 0.0
+    own: list[float] = field(init=False)
+    sav: list[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.own = [0.0] * self.n_ops
+        self.sav = [0.0] * self.n_ops
+
+
+def _pair_savings(demands: Sequence[TaskDemand], w_c: float) -> list[list[tuple[int, float, float]]]:
+    """Per operator ``j``: ``(i, Δown_i, Δsav_i)`` for each neighbour ``i``, where placing a task of
+    ``j`` lowers each task of ``i`` by ``Δown_i = w(i,j)·c_t^i / W_c`` (Eq. 3, ``Adj_j`` + 1) and adds
+    ``Δsav_i = w(i,j)·c_t^j / W_c`` to ``i``'s Eq. 5 sum (the new task of ``j`` would drop that much)."""
+    position = {d.op: k for k, d in enumerate(demands)}
+    out: list[list[tuple[int, float, float]]] = [[] for _ in demands]
+    for i, d in enumerate(demands):
+        for link in d.links:
+            j = position[link.peer]
+            c_t_j = demands[j].profile.c_t
+            out[j].append((i, link.pair_rate * d.profile.c_t / w_c, link.pair_rate * c_t_j / w_c))
+    return out
 
 
 def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 1.0) -> Packing:
@@ -224,56 +248,70 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
 
         a_c = (1/n)·Σ_k Ĉ_τk,max        a_m = (1/n)·Σ_k M̂_τk
 
-    Fit test with exact accounting of the neighbours' savings (A11)::
+    For each remaining task, given the open machine's ``φ(m)`` (Eqs. 3, 5, 6)::
 
-        used_c − sav + Ĉ_τ ≤ 1 + 1e-12   and   used_m + M̂_τ ≤ 1 + 1e-12
+        Ĉ_τ = Ĉ_τ,max − own_τ;   s(τ,m) = own_τ + sav_τ
+        p(τ,m) = a_r·s − a_c·(Ĉ_τ − (1 − used_c))² − a_m·(M̂_τ − (1 − used_m))²
 
-    Raises :class:`InfeasibleTaskError` when a task cannot fit an empty machine (A18).
+    kept incrementally (spec §5.4's variant: placing ``τ*`` updates only its neighbours, with the
+    closed form of Eq. 5, which Eq. 3's linearity in ``Adj`` makes exact; :func:`saving` is Eq. 5 as
+    printed, and the tests hold one against the other). Fit test with exact accounting of the
+    neighbours' savings (A11)::
+
+        used_c − sav_τ + Ĉ_τ ≤ 1 + 1e-12   and   used_m + M̂_τ ≤ 1 + 1e-12
+
+    The remaining task of largest ``p`` is placed, the first in order among maxima within 1e-12 (A14);
+    the machine closes when none fits. Raises :class:`InfeasibleTaskError` when a task cannot fit an
+    empty machine (A18).
     """
     by_op = {d.op: d for d in demands}
     if len(by_op) != len(demands):
         raise ValueError("one demand per operator")
     w_c, w_m = capacity.w_c, capacity.w_m
-    c_max = {d.op: d.cpu_max / w_c for d in demands}
-    m_hat = {d.op: d.memory / w_m for d in demands}
-    for d in demands:
-        if c_max[d.op] > 1.0 + FIT_EPS or m_hat[d.op] > 1.0 + FIT_EPS:
-            raise InfeasibleTaskError(d.op, c_max[d.op], m_hat[d.op])
+    c_max = [d.cpu_max / w_c for d in demands]
+    m_hat = [d.memory / w_m for d in demands]
+    for k, d in enumerate(demands):
+        if c_max[k] > 1.0 + FIT_EPS or m_hat[k] > 1.0 + FIT_EPS:
+            raise InfeasibleTaskError(d.op, c_max[k], m_hat[k])
     n = sum(d.parallelism for d in demands)
-    a_c = math.fsum(c_max[d.op] for d in demands for _ in range(d.parallelism)) / n if n else 0.0
-    a_m = math.fsum(m_hat[d.op] for d in demands for _ in range(d.parallelism)) / n if n else 0.0
+    a_c = math.fsum(c_max[k] for k, d in enumerate(demands) for _ in range(d.parallelism)) / n if n else 0.0
+    a_m = math.fsum(m_hat[k] for k, d in enumerate(demands) for _ in range(d.parallelism)) / n if n else 0.0
+    neighbours = _pair_savings(demands, w_c)
 
-    next_index = {d.op: 1 for d in demands}
-    remaining = n
+    next_index = [1] * len(demands)
+    active = [k for k, d in enumerate(demands) if d.parallelism > 0]  # operators with tasks left
     machines: list[Machine] = []
     steps: list[PackingStep] = []
-    while remaining:  # line 3
-        m = _OpenMachine()  # lines 4-5
+    while active:  # line 3
+        m = _OpenMachine(len(demands))  # lines 4-5
         while True:  # line 6
-            best: tuple[float, str, float, float] | None = None  # (p, op, Ĉ_τ, sav)
-            for d in demands:  # lines 7-10, first remaining task of each operator
-                if next_index[d.op] > d.parallelism:
+            best: tuple[float, int] | None = None  # (p, operator position)
+            r_cpu, r_mem = 1.0 - m.used_c, 1.0 - m.used_m
+            for k in active:  # lines 7-10, the first remaining task of each operator
+                c_hat = c_max[k] - m.own[k]
+                if m.used_c - m.sav[k] + c_hat > 1.0 + FIT_EPS or m.used_m + m_hat[k] > 1.0 + FIT_EPS:
                     continue
-                own, sav = saving(by_op, d.op, m.placed, w_c)
-                c_hat = c_max[d.op] - own
-                if m.used_c - sav + c_hat > 1.0 + FIT_EPS or m.used_m + m_hat[d.op] > 1.0 + FIT_EPS:
-                    continue
-                p = priority(
-                    own + sav, c_hat, m_hat[d.op], 1.0 - m.used_c, 1.0 - m.used_m, a_r=a_r, a_c=a_c, a_m=a_m
-                )
+                s = m.own[k] + m.sav[k]
+                p = priority(s, c_hat, m_hat[k], r_cpu, r_mem, a_r=a_r, a_c=a_c, a_m=a_m)
                 if best is None or p > best[0] + FIT_EPS:
-                    best = (p, d.op, c_hat, sav)
+                    best = (p, k)
             if best is None:
                 break
-            p, op, c_hat, sav = best  # lines 11-13
-            task = TaskRef(op, next_index[op])
-            next_index[op] += 1
-            remaining -= 1
-            steps.append(PackingStep(len(machines) + 1, task, c_max[op] - c_hat + sav, c_hat, p))
+            p, k = best  # lines 11-13
+            op = demands[k].op
+            task = TaskRef(op, next_index[k])
+            c_hat = c_max[k] - m.own[k]
+            steps.append(PackingStep(len(machines) + 1, task, m.own[k] + m.sav[k], c_hat, p))
             m.tasks.append(task)
             m.placed[op] = m.placed.get(op, 0) + 1
-            m.used_c += c_hat - sav
-            m.used_m += m_hat[op]
+            m.used_c += c_hat - m.sav[k]
+            m.used_m += m_hat[k]
+            for i, d_own, d_sav in neighbours[k]:
+                m.own[i] += d_own
+                m.sav[i] += d_sav
+            next_index[k] += 1
+            if next_index[k] > demands[k].parallelism:
+                active.remove(k)
         cpu, memory = machine_usage(by_op, m.placed)
         machines.append(Machine(tuple(m.tasks), cpu, memory))
     return Packing(tuple(machines), tuple(steps), capacity, a_r, a_c, a_m)

@@ -152,6 +152,8 @@ class OperatorGraph:
     operators: tuple[Operator, ...]
     streams: tuple[Stream, ...] = ()
     _by_id: dict[str, Operator] = field(init=False, repr=False, compare=False)
+    _inputs: dict[str, tuple[Stream, ...]] = field(init=False, repr=False, compare=False)
+    _outputs: dict[str, tuple[Stream, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_id = {op.id: op for op in self.operators}
@@ -167,6 +169,13 @@ class OperatorGraph:
                 raise ValueError(f"stream {s.source}→{s.target} is repeated")
             seen.add((s.source, s.target))
         object.__setattr__(self, "_by_id", by_id)
+        ins: dict[str, list[Stream]] = {op: [] for op in by_id}
+        outs: dict[str, list[Stream]] = {op: [] for op in by_id}
+        for s in self.streams:
+            ins[s.target].append(s)
+            outs[s.source].append(s)
+        object.__setattr__(self, "_inputs", {op: tuple(x) for op, x in ins.items()})
+        object.__setattr__(self, "_outputs", {op: tuple(x) for op, x in outs.items()})
         if len(self.order) != len(self.operators):
             raise ValueError("the operator graph has a cycle")
 
@@ -193,11 +202,11 @@ class OperatorGraph:
 
     def inputs(self, op: str) -> tuple[Stream, ...]:
         """Streams ``op_k → op``, k = 1..n_i."""
-        return tuple(s for s in self.streams if s.target == op)
+        return self._inputs[op]
 
     def outputs(self, op: str) -> tuple[Stream, ...]:
         """Streams ``op → op'_k``, k = 1..n_o."""
-        return tuple(s for s in self.streams if s.source == op)
+        return self._outputs[op]
 
     def stream_load(self, op: str) -> float:
         """Table 2's ``S_op``: Σ of the incoming streams, plus the external ingress (A7)."""
