@@ -271,7 +271,7 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
     c_max = [d.cpu_max / w_c for d in demands]
     m_hat = [d.memory / w_m for d in demands]
     for k, d in enumerate(demands):
-        if c_max[k] > 1.0 + FIT_EPS or m_hat[k] > 1.0 + FIT_EPS:
+        if c_max[k] > 1.0 or m_hat[k] > 1.0:  # §5.4's pre-check, literal
             raise InfeasibleTaskError(d.op, c_max[k], m_hat[k])
     n = sum(d.parallelism for d in demands)
     a_c = math.fsum(c_max[k] for k, d in enumerate(demands) for _ in range(d.parallelism)) / n if n else 0.0

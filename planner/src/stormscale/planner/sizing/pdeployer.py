@@ -24,7 +24,7 @@ iterations).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
@@ -512,8 +512,3 @@ def inflate_bottleneck(profile: TaskProfile, gamma: float = 0.2) -> TaskProfile:
     """§3.4, A9: when a plan repeats and the target is still missed, the bottleneck operator's CPU
     costs grow: ``c_p, c_t ← (1+γ)·c_p, (1+γ)·c_t`` (γ = 0.2)."""
     return replace(profile, c_p=profile.c_p * (1.0 + gamma), c_t=profile.c_t * (1.0 + gamma))
-
-
-def demands_by_op(demands: Sequence[TaskDemand]) -> dict[str, TaskDemand]:
-    """Index demands by operator id."""
-    return {d.op: d for d in demands}
