@@ -143,7 +143,7 @@ def step(
     if planned is None:
         if not fresh:
             return state, ()
-        level = _reactive_level(state)
+        level = _reactive_level(state, params.k)
     else:
         state, level, alerts = _proactive_level(state, observation, params, planned, fresh)
     state, actions = _follow(state, level, observation, params, fresh)
@@ -152,11 +152,11 @@ def step(
     return state, alerts + actions
 
 
-def _reactive_level(state: ControllerState) -> float | None:
+def _reactive_level(state: ControllerState, k: int) -> float | None:
     """The filtered level leaving the current band, ``None`` to stay; the band is open above when beyond."""
     row = state.table.rows[state.row]
     lower, upper = (row.upper, math.inf) if state.beyond else (row.lower, row.upper)
-    return filtered_level(state.loads, lower, upper)
+    return filtered_level(state.loads, lower, upper, k)
 
 
 def _proactive_level(

@@ -60,14 +60,20 @@ def first_trigger(conditions: Sequence[bool], k: int) -> int | None:
     return None
 
 
-def filtered_level(window: Sequence[float], lower: float, upper: float) -> float | None:
+def filtered_level(loads: Sequence[float], lower: float, upper: float, k: int) -> float | None:
     """The level the last ``k`` loads agree on leaving ``(lower, upper]``, or ``None`` (stay).
 
-    ``min(window)`` if all are above ``upper``; ``max(window)`` if all are at or below ``lower``.
+    ``min`` of them if all are above ``upper``; ``max`` if all are at or below ``lower``; ``None``
+    with fewer than ``k`` loads.
     """
-    if window and all(x > upper for x in window):
+    if k < 1:
+        raise ValueError("the noise filter needs k ≥ 1 observations")
+    if len(loads) < k:
+        return None
+    window = loads[-k:]
+    if all(x > upper for x in window):
         return min(window)
-    if window and all(x <= lower for x in window):
+    if all(x <= lower for x in window):
         return max(window)
     return None
 
