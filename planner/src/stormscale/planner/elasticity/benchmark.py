@@ -154,7 +154,8 @@ def benchmark_step(
 
 
 def derive_table(state: BenchmarkState, margin: float = 0.0) -> ConfigTable:
-    """The benchmark's configuration table (Table 1), ``upper_k`` lowered by ``margin`` (A18, default 0)."""
+    """The benchmark's configuration table (Table 1); ``upper_k`` lowered by ``margin`` (A18, default 0),
+    never below 0. A larger configuration validated only up to a smaller one's bound is dropped."""
     notes: list[str] = []
     best: dict[int, float] = {}
     for record in state.levels:
@@ -164,7 +165,7 @@ def derive_table(state: BenchmarkState, margin: float = 0.0) -> ConfigTable:
         best[record.steps] = max(best.get(record.steps, -math.inf), record.load)
     bands: list[tuple[float, int]] = []
     for steps in sorted(best):
-        upper = best[steps] - margin
+        upper = max(best[steps] - margin, 0.0)
         if bands and upper <= bands[-1][0]:
             notes.append(f"configuration of {steps} steps validated only below a smaller one: dropped")
             continue
