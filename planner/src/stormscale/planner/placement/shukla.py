@@ -79,11 +79,12 @@ def acquire_pods(
 
 @dataclass
 class _SlotState:
-    """One slot during a mapping: its executors and the CPU and memory charged to it."""
+    """One slot during a mapping: its executors, the CPU and memory charged to it, closed by a full bundle."""
 
     executors: dict[str, int] = field(default_factory=dict)
     cpu: float = 0.0
     memory: float = 0.0
+    closed: bool = False
 
     def put(self, task: str, threads: int, cpu: float, memory: float) -> None:
         self.executors[task] = self.executors.get(task, 0) + threads
@@ -306,7 +307,10 @@ def map_sam(
     the literal ``τ_i ≥ τ̂_i`` (with τ̂_i = 1 the literal test gives every residual thread a whole
     slot; ``bundles=SamBundles.LITERAL`` keeps it). In literal mode a partial demand left negative by
     the 1.00 decrements is clamped at 0.
-    A partial bundle with zero demand fits any slot, a full one included (best fit: the fullest).
+    A slot given a full bundle is closed: the paper sets its C, M to 0, so no partial bundle with a
+    positive demand fits; we also keep out partials whose demand is below the float tolerance
+    (zero-demand threads of a task with ω_i = 0, or a vanishing residual), which would otherwise join
+    a full bundle and change its thread count.
     """
     state = _empty(pods)
     tasks = [_sam_task(t) for t in allocation.tasks]
@@ -322,6 +326,7 @@ def map_sam(
                 if spot is None:
                     raise MappingError("sam", t.alloc.task)
                 state[spot[0]][spot[1]].put(t.alloc.task, tau_hat, 1.0, 1.0)
+                state[spot[0]][spot[1]].closed = True
                 t.threads -= tau_hat
                 t.full -= 1
                 t.cpu -= 1.0
@@ -362,11 +367,14 @@ def next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[in
 def best_fit_slot(state: Sequence[Sequence[_SlotState]], cpu: float, memory: float) -> tuple[int, int] | None:
     """GetBestFitSlot: the slot with the least ``C_j^l + M_j^l`` still ≥ (c, m); ties by VM, then slot (A6).
 
-    C_j^l = 1 − CPU charged, M_j^l = 1 − memory charged; empty slots (2.0) come last.
+    C_j^l = 1 − CPU charged, M_j^l = 1 − memory charged; empty slots (2.0) come last; slots closed by
+    a full bundle are not candidates.
     """
     best: tuple[float, int, int] | None = None
     for j, pod in enumerate(state):
         for k, s in enumerate(pod):
+            if s.closed:
+                continue
             free_cpu, free_mem = 1.0 - s.cpu, 1.0 - s.memory
             if free_cpu >= cpu - EPS and free_mem >= memory - EPS:
                 key = (free_cpu + free_mem, j, k)
@@ -400,14 +408,19 @@ def map_until_fits(
 ) -> Mapped:
     """ "We incrementally increase the number of slots by 1 until the mapping is successful" [P §8.4].
 
-    Pods are re-acquired for ρ + k slots (k = 0, 1, …) and the mapper re-run. ``max_extra`` defaults
+    Pods are re-acquired for ρ + k slots (k = 0, 1, …) and the mapper re-run (skipped when the pods
+    are those that just failed: acquisition may round ρ + k up to the same VMs). ``max_extra`` defaults
     to the number of executors (enough for SAM and RSM whenever one thread's demand fits a slot);
     beyond it the last ``MappingError`` is raised.
     """
     limit = max_extra if max_extra is not None else sum(t.executors for t in allocation.tasks)
     error: MappingError | None = None
+    tried: tuple[int, ...] | None = None
     for extra in range(limit + 1):
         pods = acquire_pods(allocation.slots + extra, sizes, rule)
+        if pods == tried:  # the same pods as for ρ + k − 1: the same (deterministic) failure
+            continue
+        tried = pods
         try:
             return Mapped(mapper(allocation, pods), pods, extra)
         except MappingError as err:

@@ -36,7 +36,7 @@ def lsa_task(task: str, model: PerformanceModel, omega: float) -> TaskAllocation
     c_bar, m_bar = model.cpu(1), model.memory(1)
     whole = math.floor(omega / bar_omega + EPS) if omega > 0 else 0
     trailing = omega - whole * bar_omega
-    threads = whole + (1 if trailing > EPS * max(bar_omega, 1.0) else 0)
+    threads = whole + (1 if trailing > EPS * omega else 0)
     cpu = c_bar * omega / bar_omega
     memory = m_bar * omega / bar_omega
     return TaskAllocation(

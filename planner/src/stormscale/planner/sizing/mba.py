@@ -55,7 +55,7 @@ def mba_task(
     hat_omega, hat_tau = model.peak_rate, model.peak_threads
     full = math.floor(omega / hat_omega + EPS) if omega > 0 else 0
     left = omega - full * hat_omega
-    residual = residual_bundle(model, left, interpolate=interpolate) if left > EPS * max(omega, 1.0) else None
+    residual = residual_bundle(model, left, interpolate=interpolate) if left > EPS * omega else None
     threads = full * hat_tau + (residual.threads if residual else 0)
     return TaskAllocation(
         task=task,
