@@ -322,7 +322,7 @@ def map_sam(
             tau_hat = t.alloc.bundle_threads
             full = t.full > 0 if bundles is SamBundles.ALLOCATION else t.threads >= tau_hat
             if full:
-                spot = next_full_slot(state, last)
+                spot = _next_full_slot(state, last)
                 if spot is None:
                     raise MappingError("sam", t.alloc.task)
                 state[spot[0]][spot[1]].put(t.alloc.task, tau_hat, 1.0, 1.0)
@@ -333,7 +333,7 @@ def map_sam(
                 t.memory -= 1.0
             else:
                 cpu, mem = max(t.cpu, 0.0), max(t.memory, 0.0)
-                spot = best_fit_slot(state, cpu, mem)
+                spot = _best_fit_slot(state, cpu, mem)
                 if spot is None:
                     raise MappingError("sam", t.alloc.task)
                 state[spot[0]][spot[1]].put(t.alloc.task, t.threads, cpu, mem)
@@ -354,7 +354,7 @@ def _sam_task(t: TaskAllocation) -> _SamTask:
     return _SamTask(t, t.threads, t.full_bundles, cpu, memory)
 
 
-def next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[int, int] | None:
+def _next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[int, int] | None:
     """GetNextFullSlot: the first empty slot in the last mapped VM, else in the next VMs (wrapping; A5)."""
     n = len(state)
     for j in itertools.chain(range(last, n), range(last)):
@@ -364,7 +364,9 @@ def next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[in
     return None
 
 
-def best_fit_slot(state: Sequence[Sequence[_SlotState]], cpu: float, memory: float) -> tuple[int, int] | None:
+def _best_fit_slot(
+    state: Sequence[Sequence[_SlotState]], cpu: float, memory: float
+) -> tuple[int, int] | None:
     """GetBestFitSlot: the slot with the least ``C_j^l + M_j^l`` still ≥ (c, m); ties by VM, then slot (A6).
 
     C_j^l = 1 − CPU charged, M_j^l = 1 − memory charged; empty slots (2.0) come last; slots closed by
