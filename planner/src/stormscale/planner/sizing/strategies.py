@@ -82,9 +82,16 @@ def check_slots_per_pod(slots_per_pod: int) -> None:
 
 
 def feasible_rates(topology: Topology, target_rate: float) -> TargetRates:
-    """The target's rates, or :class:`SizingError` when Ω ≤ 0 or some component hits its ``maxUnits``."""
+    """The target's rates, or :class:`SizingError` when Ω ≤ 0, some component hits its ``maxUnits``, or
+    one unit holds more memory than a slot."""
     if not (math.isfinite(target_rate) and target_rate > 0):
         raise SizingError(f"--target-rate: must be a finite rate > 0 tuples/s, got {target_rate!r}")
+    heavy = next((c for c in topology.components if c.memory_per_unit > SLOT_MEMORY), None)
+    if heavy is not None:
+        raise SizingError(
+            f"{heavy.id!r}: memoryPerUnit {heavy.memory_per_unit:g} is above one slot's memory "
+            f"({SLOT_MEMORY:g}): no slot can hold one unit"
+        )
     rates = target_rates(topology, target_rate)
     if not rates.exact.feasible:
         cid = rates.exact.limited[0]
