@@ -161,4 +161,5 @@ def test_a_plan_with_a_bad_field_is_named(tmp_path: Path, capsys: pytest.Capture
         path = tmp_path / "plan.json"
         path.write_text(json.dumps(plan), encoding="utf-8")
         code, _, err = run(["place", str(path), "--slots-per-pod", "1"], capsys)
-        assert code == 2 and message in err, field
+        assert code == 2, field
+        assert message in err, field

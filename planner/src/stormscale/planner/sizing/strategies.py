@@ -147,9 +147,14 @@ def size(topology: Topology, target_rate: float, strategy: SizingStrategy, slots
     )
 
 
+FLOAT_SLACK = 1e-9
+"""Relative slack on W_c: a task at exactly capacityPerUnit costs ``(100/c)·c`` points, which float
+rounding can put a hair above 100, and §5.4's pre-check ``Ĉ_max > 1`` is literal (no tolerance)."""
+
+
 def pdeployer_capacity() -> MachineCapacity:
-    """A P-Deployer machine is one slot: W_c = 100 points (one core), W_m = one slot's memory."""
-    return MachineCapacity(w_c=POINTS_PER_CORE, w_m=SLOT_MEMORY)
+    """A P-Deployer machine is one slot: W_c = 100·(1 + 1e-9) points (one core), W_m = one slot's memory."""
+    return MachineCapacity(w_c=POINTS_PER_CORE * (1 + FLOAT_SLACK), w_m=SLOT_MEMORY)
 
 
 def size_all(topology: Topology, target_rate: float, slots_per_pod: int = 1) -> dict[SizingStrategy, Sizing]:
