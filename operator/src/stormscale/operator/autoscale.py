@@ -1,6 +1,7 @@
 """Auto mode: the budget the topology needs, and when the operator may move to it.
 
-Sizing (seed 001's target-rate sizing on our model): the *needed* budget is the smallest ``b`` in
+Sizing by budget plans (our rule, not a seed's algorithm: seed 001's LSA/MBA and our exact minimum for
+a target rate live in :mod:`stormscale.planner.sizing`): the *needed* budget is the smallest ``b`` in
 ``[minUnits, maxUnits]`` whose plan leaves no component congested beyond the threshold θ::
 
     congested(v)  ⇔  D_v > P_v · (1 + θ)          (D: demand at the spouts' offered rate)
