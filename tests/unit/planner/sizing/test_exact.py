@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from stormscale.planner import FlowModel, Topology, load_profile, parse_profile, throughput
 from stormscale.planner.optimal import optimal_alloc
+from stormscale.planner.placement.strategies import PlacementResult, place_all
 from stormscale.planner.sizing.exact import TargetRateError, minimum_units, offered_rate
 from tests.synthetic.profiles import random_profile
 
@@ -113,3 +114,17 @@ def test_more_target_never_needs_fewer_units(seed: int, k: float, more: float) -
     low = minimum_units(topology, k * offered_rate(topology))
     high = minimum_units(topology, k * more * offered_rate(topology))
     assert all(high.units[c] >= n for c, n in low.units.items())
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.floats(0.2, 4.0), slots=st.integers(1, 4))
+def test_no_placement_uses_fewer_pods_than_the_cpu_lower_bound(seed: int, k: float, slots: int) -> None:
+    topology = random_topology(seed)
+    omega = k * offered_rate(topology)
+    sizing = minimum_units(topology, omega)
+    bound = sizing.shared_pods(slots)
+    assert bound <= sizing.pods(slots)
+    placed = [r for r in place_all(topology, omega, slots).values() if isinstance(r, PlacementResult)]
+    assert placed  # at least seed 001's mappings place every feasible target
+    for result in placed:
+        assert result.placement.pod_count >= bound, result.strategy

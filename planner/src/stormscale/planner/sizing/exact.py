@@ -22,6 +22,14 @@ proves the minimum in the tests: the smallest budget whose optimum reaches Θ(Ω
 Pods: with ``slots_per_pod`` slots each and one unit per slot, ``⌈Σ_v n_v* / slots_per_pod⌉`` pods
 are the fewest that hold the units (any slot takes any unit); with one component per pod (the
 isolation a unit's CPU measurement needs), ``Σ_v ⌈n_v* / slots_per_pod⌉``.
+
+When slots may be shared (several partly loaded executors of different components in one worker,
+as seed 001's mappings do), no placement can use fewer slots than the CPU the target needs::
+
+    S_min = ⌈Σ_bolts D_v / c_v + Σ_spouts n_s⌉          (a spout unit takes one slot's CPU)
+
+so ``⌈S_min / slots_per_pod⌉`` pods is a proven lower bound for any placement
+(:meth:`ExactSizing.shared_pods`).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ class ExactSizing:
     units: dict[str, int]
     demands: dict[str, float]
     limited: tuple[str, ...]
+    cpu_slots: float = 0.0  # Σ_bolts D_v / c_v + Σ_spouts n_s: the slots' worth of CPU the target needs
 
     @property
     def feasible(self) -> bool:
@@ -69,6 +78,13 @@ class ExactSizing:
         if one_component_per_pod:
             return sum(math.ceil(n / slots_per_pod) for n in self.units.values())
         return math.ceil(self.total_units / slots_per_pod)
+
+    def shared_pods(self, slots_per_pod: int) -> int:
+        """The lower bound on pods for any placement that may share slots: ``⌈⌈S_min⌉ / K⌉``."""
+        if slots_per_pod < 1:
+            raise ValueError(f"slots per pod must be at least 1, got {slots_per_pod}")
+        slots = math.ceil(self.cpu_slots * (1 - RATIO_TOLERANCE))
+        return math.ceil(slots / slots_per_pod)
 
 
 def offered_rate(topology: Topology) -> float:
@@ -94,14 +110,17 @@ def minimum_units(topology: Topology, target_rate: float) -> ExactSizing:
     units: dict[str, int] = {}
     scaled: dict[str, float] = {}
     limited: list[str] = []
+    cpu_slots = 0.0
     for c, demand in zip(topology.components, demands, strict=True):
         if c.is_spout:
             units[c.id] = c.units
+            cpu_slots += c.units
             continue
         scaled[c.id] = scale * demand
+        cpu_slots += scale * demand / c.capacity_per_unit
         need = units_for(scale * demand, c.capacity_per_unit, max(1, c.min_units))
         if c.max_units is not None and need > c.max_units:
             limited.append(c.id)
             need = c.max_units
         units[c.id] = need
-    return ExactSizing(target_rate, scale, units, scaled, tuple(limited))
+    return ExactSizing(target_rate, scale, units, scaled, tuple(limited), cpu_slots)
