@@ -243,9 +243,9 @@ def test_busy_time_from_the_pods_cpu_gives_the_true_capacity_where_storm_lies(
         conf = got[cid]["confidence"]["capacityPerUnit"]
         assert conf["disagreement"] is disagree, cid
         assert conf["storm"]["source"] == "busy-counter", cid
-        truth = next(c.capacity_per_unit for c in LINEAR.components if c.id == cid)
+        capacity = next(c.capacity_per_unit for c in LINEAR.components if c.id == cid)
         scale = MULTILANG.storm_busy_scale.get(cid, 1.0)
-        assert conf["storm"]["capacityPerUnit"] == pytest.approx(truth / scale, rel=REL), cid
+        assert conf["storm"]["capacityPerUnit"] == pytest.approx(capacity / scale, rel=REL), cid
     notes = [n for n in document["confidence"]["notes"] if "pod's CPU" in n]
     assert [n.split(":")[0] for n in notes] == ["2", "4"]
     truth = synthetic.scaled(LINEAR, 1.0)
