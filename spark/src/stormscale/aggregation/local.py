@@ -265,8 +265,10 @@ def executor_intervals(steady_rows: pa.Table) -> pa.Table:
 def in_span(keys: Sequence[I64], ts: F64, x: F64) -> B:
     """See :func:`stormscale.aggregation.spark.estimators.in_span`: per group of ``keys`` (integer
     codes), whether each interval counts towards ``x``'s ``formulas.span_rate``."""
-    _, group = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True) if len(ts) else (None, ts)
-    group = np.asarray(group, dtype=np.int64).reshape(-1)
+    if not len(ts):
+        return np.zeros(0, dtype=np.bool_)
+    _, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+    group = np.asarray(inverse, dtype=np.int64).reshape(-1)
     size = int(group.max(initial=-1)) + 1
     moved = np.isfinite(x) & (np.nan_to_num(x) > 0)
     first, last = np.full(size, np.inf), np.full(size, -np.inf)
