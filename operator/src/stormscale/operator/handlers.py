@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
-from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeployments, KubeStatus
+from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeployments, KubePods, KubeStatus
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
@@ -85,7 +85,13 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     return Ports(
         deployments=KubeDeployments(api),
         nimbus=NimbusPort(nimbus),
-        profiler=prometheus_profiler(policy.spec.metrics.prometheus, nimbus, policy.step_s, policy.settle_s),
+        profiler=prometheus_profiler(
+            policy.spec.metrics.prometheus,
+            nimbus,
+            policy.step_s,
+            policy.settle_s,
+            workers=(KubePods(api), namespace, policy.spec.workers.deployment),
+        ),
         status=status_store(),
         events=KopfEvents(body),
     )

@@ -1,9 +1,9 @@
-"""Kubernetes adapters: the worker Deployment, HPAs that target it, and the resource's status."""
+"""Kubernetes adapters: the worker Deployment, HPAs that target it, its pods, and the resource's status."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 import urllib3
@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from stormscale.operator.ports import GoneError, RefusedError, UnavailableError, Workers
 from stormscale.operator.status import StormTopologyStatus, status_patch
+from stormscale.storm.samples import Pod
 
 FIELD_MANAGER = "stormscale"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
@@ -56,6 +57,66 @@ def workers_from(deployment: Mapping[str, Any], hpas: list[Mapping[str, Any]]) -
         cpu_limit_millicores=millicores(str(cpu)) if cpu else None,
         hpa=target,
     )
+
+
+def label_selector(selector: Mapping[str, Any]) -> str:
+    """A Deployment's ``spec.selector`` (matchLabels and matchExpressions) as a list call's
+    ``labelSelector`` string."""
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator in {"In", "NotIn"}:
+            terms.append(f"{key} {operator.lower()} ({','.join(values)})")
+        elif operator == "Exists":
+            terms.append(key)
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)
+
+
+def pods_from(deployment: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Pod]:
+    """The worker pods (JSON objects) as the CPU join needs them: name, IP, and the container the
+    Deployment's template names first (the one whose CPU limit ``workers_from`` reads) with its limit."""
+    template = deployment["spec"]["template"]["spec"].get("containers") or [{}]
+    wanted = template[0].get("name")
+    out = []
+    for pod in pods:
+        containers = pod.get("spec", {}).get("containers") or []
+        container = next((c for c in containers if c.get("name") == wanted), None)
+        if container is None:
+            continue
+        cpu = (container.get("resources") or {}).get("limits", {}).get("cpu")
+        out.append(
+            Pod(
+                name=pod["metadata"]["name"],
+                ip=(pod.get("status") or {}).get("podIP"),
+                container=container["name"],
+                cpu_limit_cores=millicores(str(cpu)) / 1000 if cpu else None,
+            )
+        )
+    return sorted(out, key=lambda p: p.name)
+
+
+class KubePods:
+    """The worker Deployment's pods (``Pods`` of the profiler): its selector, then a list call."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
+        self._apps = client.AppsV1Api(api)
+        self._core = client.CoreV1Api(api)
+
+    def worker_pods(self, namespace: str, deployment: str) -> list[Pod]:
+        try:
+            found = self._api.sanitize_for_serialization(
+                self._apps.read_namespaced_deployment(deployment, namespace)
+            )
+            selector = label_selector(found["spec"].get("selector") or {})
+            pods = self._api.sanitize_for_serialization(
+                self._core.list_namespaced_pod(namespace, label_selector=selector)
+            )["items"]
+        except (ApiException, urllib3.exceptions.HTTPError) as err:
+            _raise(err, f"pods of Deployment {namespace}/{deployment}")
+        return pods_from(found, pods)
 
 
 class KubeDeployments:

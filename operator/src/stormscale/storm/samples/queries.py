@@ -6,6 +6,8 @@ Every query aggregates ``by`` exactly the schema's labels, so series that differ
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from stormscale.samples import names as m
@@ -51,3 +53,30 @@ QUERIES = (
     SeriesQuery(m.TASKS, n.TASKS, PER_COMPONENT),
     SeriesQuery(m.WORKERS, n.WORKERS, ("topology",)),
 )
+
+
+#: The kubelet's cAdvisor series of a container's CPU (what a kubelet's ``/metrics/cadvisor`` serves).
+CPU_USAGE = "container_cpu_usage_seconds_total"
+CPU_QUOTA = "container_spec_cpu_quota"
+CPU_PERIOD = "container_spec_cpu_period"
+POD_LABELS = ("namespace", "pod", "container")
+
+
+def pod_selector(namespace: str, pods: Sequence[str], container: str) -> str:
+    """``{namespace="…", pod=~"a|b", container="…"}``: the worker container of the named pods only
+    (not the pod-level cgroup, ``container=""``, nor the pause container, ``POD``)."""
+    names = "|".join(re.escape(p) for p in sorted(pods))
+    return f'{{namespace="{escape(namespace)}", pod=~"{escape(names)}", container="{escape(container)}"}}'
+
+
+def cpu_usage_query(namespace: str, pods: Sequence[str], container: str) -> str:
+    """CPU seconds used per pod. ``max``, not ``sum``: a restarted container has a new series (a new
+    cgroup ``id``) beside the old one until that goes stale, and adding them would count twice."""
+    return f"max by ({', '.join(POD_LABELS)}) ({CPU_USAGE}{pod_selector(namespace, pods, container)})"
+
+
+def cpu_limit_query(namespace: str, pods: Sequence[str], container: str) -> str:
+    """The CPU limit in cores per pod: the CFS quota over its period (absent where no limit is set)."""
+    selector = pod_selector(namespace, pods, container)
+    by = f"max by ({', '.join(POD_LABELS)})"
+    return f"{by} ({CPU_QUOTA}{selector}) / {by} ({CPU_PERIOD}{selector})"
