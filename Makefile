@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit bench clean
+.PHONY: venv demo plan-demo test lint unit bench bench-sizing clean
 
 venv: $(STAMP)
 
@@ -42,6 +42,11 @@ unit: venv
 ## bench: the benchmarks (tables on stdout, plots under bench/out/)
 bench: venv
 	$(BIN)/python -m bench.planner
+	$(BIN)/python -m bench.sizing
+
+## bench-sizing: sizing and placement timings, and every heuristic's units and pods against the exact minimum
+bench-sizing: venv
+	$(BIN)/python -m bench.sizing
 
 clean:
 	rm -rf $(VENV) .cache .run bench/out

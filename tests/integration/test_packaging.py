@@ -82,6 +82,7 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
         (("stormscale.io",), ("stormtopologies/status",)): {"get", "patch"},
         (("apps",), ("deployments",)): {"get", "patch"},
         (("autoscaling",), ("horizontalpodautoscalers",)): {"list"},
+        (("",), ("pods",)): {"list"},  # the profiler joins executors to worker pods (their CPU)
         (("", "events.k8s.io"), ("events",)): {"create"},
     }
     operator_deploy = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)

@@ -13,6 +13,16 @@ with no new counts, a restart: the same executor ids, counters reset)
 followed by a transient in which rates overshoot and latencies double, multiplicative noise on every
 interval, skew between the executors of a component, and a system stream (``__ack_ack``) that must
 not count as data output. Generation is vectorised (NumPy → Arrow), a few million rows per second.
+
+Also optional, for the profile's busy time and rates: per-executor CPU of the bolts' pods
+(``cpu_components``: ``cpu_seconds_total`` growing at the true busy fraction × ``cpu_limit_cores``,
+as :mod:`stormscale.storm.samples.cpu` writes them), Storm-side busy time that lies
+(``storm_busy_scale``: a multilang bolt's execute latency is the hand-off into its pipe, so latency,
+busy counter and capacity gauge read that factor of the truth), Storm's acking and metrics streams
+(``acking``: ``__ack_init`` and ``__ack_ack`` emitted; ``metrics_streams``: ``__metrics`` emitted
+and ``__tick`` executed from ``__system``) and bolts' emitted counters that move only at heartbeats
+of their own (``emitted_period_s``/``emitted_phase_s``: the value at ``t`` is the count at the last
+``phase + k·period ≤ t``), out of step with their executed counters.
 """
 
 from __future__ import annotations
@@ -32,6 +42,8 @@ from stormscale.samples.names import (
     ACKED,
     BUSY,
     CAPACITY,
+    CPU_LIMIT,
+    CPU_SECONDS,
     EMITTED,
     EXECUTE_LATENCY,
     EXECUTED,
@@ -65,6 +77,13 @@ class Scenario:
     system_stream: bool = True
     busy_counter: bool = True
     gauge_scale: float = 1.0
+    cpu_components: tuple[str, ...] = ()
+    cpu_limit_cores: float = 0.5
+    storm_busy_scale: Mapping[str, float] = field(default_factory=dict)
+    acking: bool = False
+    metrics_streams: bool = False
+    emitted_period_s: float | None = None
+    emitted_phase_s: float = 0.0
     seed: int = 0
     start: datetime = EPOCH
     name: str | None = None
@@ -82,6 +101,7 @@ class _Series:
     level: list[float] = field(default_factory=list)
     counter: list[bool] = field(default_factory=list)
     transient: list[float] = field(default_factory=list)
+    stepped: list[bool] = field(default_factory=list)
 
     def add(
         self,
@@ -94,6 +114,7 @@ class _Series:
         stream: str = "",
         source: str = "",
         transient: float = 1.0,
+        stepped: bool = False,
     ) -> None:
         self.component.append(component)
         self.executor.append(executor)
@@ -103,6 +124,7 @@ class _Series:
         self.level.append(level)
         self.counter.append(counter)
         self.transient.append(transient)
+        self.stepped.append(stepped)
 
 
 def tasks_of(topology: Topology, scenario: Scenario) -> dict[str, int]:
@@ -168,6 +190,10 @@ def _phase_series(
                 out = outputs[comp.id] * share
                 for metric in (EMITTED, TRANSFERRED):
                     series.add(comp.id, e, metric, out, counter=True, stream="default", transient=1.4)
+                if scenario.acking:
+                    series.add(comp.id, e, EMITTED, out, counter=True, stream="__ack_init", transient=1.4)
+                if scenario.metrics_streams:
+                    series.add(comp.id, e, EMITTED, 0.5, counter=True, stream="__metrics")
                 series.add(comp.id, e, ACKED, out, counter=True, transient=1.4)
                 series.add(comp.id, e, FAILED, 0.0, counter=True)
             continue
@@ -181,22 +207,48 @@ def _phase_series(
                 series.add(
                     comp.id, e, EXECUTED, rate, counter=True, stream="default", source=parent, transient=1.4
                 )
+            stepped = scenario.emitted_period_s is not None
             for metric in (EMITTED, TRANSFERRED):
                 out = executed * comp.selectivity
-                series.add(comp.id, e, metric, out, counter=True, stream="default", transient=1.4)
-            if scenario.system_stream:
+                series.add(
+                    comp.id, e, metric, out, counter=True, stream="default", transient=1.4, stepped=stepped
+                )
+            if scenario.system_stream or scenario.acking:
                 series.add(comp.id, e, EMITTED, executed, counter=True, stream="__ack_ack", transient=1.4)
+            if scenario.metrics_streams:
+                series.add(comp.id, e, EMITTED, 0.5, counter=True, stream="__metrics")
+                ticks = float(tasks[comp.id]) / n  # a tick a second per task (tick.tuple.freq.secs 1)
+                series.add(comp.id, e, EXECUTED, ticks, counter=True, stream="__tick", source="__system")
             series.add(comp.id, e, ACKED, executed, counter=True, transient=1.4)
             series.add(comp.id, e, FAILED, 0.0, counter=True)
-            busy = executed * latency_ms / 1000.0  # busy seconds per second
-            if scenario.busy_counter:
-                series.add(comp.id, e, BUSY, busy, counter=True, transient=1.4 * 2.0)
-            gauge = scenario.gauge_scale
-            series.add(comp.id, e, EXECUTE_LATENCY, latency_ms * gauge, counter=False, transient=2.0)
-            series.add(comp.id, e, PROCESS_LATENCY, latency_ms * 1.1, counter=False, transient=2.0)
-            series.add(comp.id, e, CAPACITY, busy * gauge, counter=False)
+            _busy_series(
+                series,
+                comp.id,
+                e,
+                true_busy=executed * latency_ms / 1000.0,
+                latency_ms=latency_ms,
+                scenario=scenario,
+            )
     series.add("", "", WORKERS, sum(units.values()), counter=False)
     return series
+
+
+def _busy_series(
+    series: _Series, cid: str, e: str, *, true_busy: float, latency_ms: float, scenario: Scenario
+) -> None:
+    """A bolt executor's busy time as Storm reports it (busy counter, latency and capacity gauges,
+    ``storm_busy_scale`` of the truth) and, for ``cpu_components``, as its pod's CPU does."""
+    lie = scenario.storm_busy_scale.get(cid, 1.0)
+    if scenario.busy_counter:
+        series.add(cid, e, BUSY, true_busy * lie, counter=True, transient=1.4 * 2.0)
+    gauge = scenario.gauge_scale * lie
+    series.add(cid, e, EXECUTE_LATENCY, latency_ms * gauge, counter=False, transient=2.0)
+    series.add(cid, e, PROCESS_LATENCY, latency_ms * 1.1, counter=False, transient=2.0)
+    series.add(cid, e, CAPACITY, true_busy * gauge, counter=False)
+    if cid in scenario.cpu_components:
+        limit = scenario.cpu_limit_cores
+        series.add(cid, e, CPU_SECONDS, true_busy * limit, counter=True, transient=1.4 * 2.0)
+        series.add(cid, e, CPU_LIMIT, limit, counter=False)
 
 
 def _phase_values(
@@ -214,7 +266,13 @@ def _phase_values(
     steps = np.diff(times, prepend=times[0])[None, :]
     increments = np.clip(noisy, 0.0, None) * steps
     counters = np.cumsum(increments, axis=1)
-    exact = np.isin(np.asarray(series.metric), [EXECUTORS, TASKS, WORKERS])[:, None]
+    if scenario.emitted_period_s is not None and any(series.stepped):
+        # counters reported at their own heartbeats: the count at the last phase + k·period ≤ t
+        period, phase = scenario.emitted_period_s, scenario.emitted_phase_s
+        seen = phase + np.floor((times - phase) / period) * period
+        for row in np.flatnonzero(series.stepped):
+            counters[row] = np.interp(seen, times, counters[row], left=0.0)
+    exact = np.isin(np.asarray(series.metric), [EXECUTORS, TASKS, WORKERS, CPU_LIMIT])[:, None]
     gauges = np.where(exact, level, np.clip(noisy, 0.0, None))
     values: npt.NDArray[np.float64] = np.where(counter, counters, gauges)
     return values

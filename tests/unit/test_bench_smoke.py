@@ -22,3 +22,19 @@ def test_quick_benchmark_runs_and_optimal_bounds_every_heuristic(
     assert all(0.0 <= s.share <= 1 + 1e-6 for s in shares)
     assert (tmp_path / "planner.png").stat().st_size > 10_000
     assert "Share of the optimum's gain" in capsys.readouterr().out
+
+
+def test_quick_sizing_benchmark_runs_and_no_heuristic_uses_fewer_units_than_the_exact_minimum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import sizing
+
+    monkeypatch.setattr(sizing, "OUT", tmp_path)
+    rows = sizing.timing_table([10, 30], skip_rsm_above=20)
+    ratios = sizing.ratio_tables(5)
+    path = sizing.plot(rows, ratios)
+    assert [r.size for r in rows] == [10, 30]
+    assert {r.strategy for r in ratios} == set(sizing.HEURISTICS)
+    assert all(r.units >= 1 - 1e-9 for r in ratios)
+    assert path.stat().st_size > 10_000
+    assert "Ratio to the exact minimum" in capsys.readouterr().out

@@ -1,9 +1,9 @@
 """docs/formats/profile.md: the repository's copy of the shared profile format, and what it promises.
 
-The page is kept verbatim from ``../shared/formats/profile.md`` (the checkout's sibling). Where that
-sibling is absent (a user's clone) the copy cannot be compared, so the other tests here check the
-copy against the code: it documents every field the planner's loader reads, and every example
-profile loads.
+The page contains ``../shared/formats/profile.md`` (the checkout's sibling) unchanged, at its start,
+and adds only sections marked as Stormscale extensions. Where that sibling is absent (a user's
+clone) the copy cannot be compared, so the other tests here check the copy against the code: it
+documents every field the planner's loader reads, and every example profile loads.
 """
 
 from __future__ import annotations
@@ -33,23 +33,57 @@ COMPONENT = (
     "externalInput",
     "maxUnits",
     "children",
+    "memoryPerUnit",
 )
+EXTENSION = "## Stormscale extensions"
+MARK = "*This section is a Stormscale extension"
 
 
 def documented_fields() -> set[str]:
-    """Field names in the first column of the page's Profile table (``components[].id`` names both)."""
+    """Field names in the first column of the Profile tables (the shared one and the extension's)."""
     text = DOC.read_text(encoding="utf-8")
     section = text.split("## Profile", 1)[1].split("\n## ", 1)[0]
-    names = re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+    extension = text.split("### Profile: memory per unit", 1)[1].split("\n### ", 1)[0]
+    names = re.findall(r"^\| `([^`]+)` \|", section + extension, flags=re.MULTILINE)
     return {part for name in names for part in name.split("[].")}
 
 
-def test_the_repository_copy_equals_the_shared_page() -> None:
+def extension_problems(page: str, shared: str) -> list[str]:
+    """Why ``page`` is not ``shared`` unchanged followed only by marked Stormscale extension sections."""
+    if not page.startswith(shared.rstrip("\n")):
+        return ["the shared page is not contained unchanged at the start"]
+    added = page[len(shared.rstrip("\n")) :].strip("\n")
+    if not added:
+        return []
+    sections = [s for s in re.split(r"^(?=## )", added, flags=re.MULTILINE) if s.strip()]
+    problems = []
+    for section in sections:
+        title = section.splitlines()[0]
+        if not section.startswith(EXTENSION):
+            problems.append(f"added section {title!r} is not titled {EXTENSION!r}")
+        elif MARK not in section.split("\n### ", 1)[0]:
+            problems.append(f"added section {title!r} does not say at its top that it is an extension")
+    return problems
+
+
+def test_the_repository_page_is_the_shared_page_plus_marked_extensions() -> None:
     if not SHARED.is_file():
         pytest.skip(f"{SHARED} is absent (a clone without shared/ beside it); nothing to compare")
-    assert DOC.read_text(encoding="utf-8") == SHARED.read_text(encoding="utf-8"), (
-        f"{DOC.relative_to(ROOT)} differs from {SHARED}: copy the shared page over it"
-    )
+    page, shared = DOC.read_text(encoding="utf-8"), SHARED.read_text(encoding="utf-8")
+    assert extension_problems(page, shared) == [], f"{DOC.relative_to(ROOT)} vs {SHARED}"
+
+
+@pytest.mark.parametrize(
+    ("page", "problem"),
+    [
+        ("# T\nchanged\n", "not contained unchanged"),
+        ("# T\nbody\n\n## Extra\ntext\n", "is not titled"),
+        ("# T\nbody\n\n## Stormscale extensions: x\nunmarked\n", "does not say"),
+    ],
+)
+def test_the_containment_check_can_fail(page: str, problem: str) -> None:
+    assert any(problem in p for p in extension_problems(page, "# T\nbody\n"))
+    assert extension_problems(f"# T\nbody\n\n{EXTENSION}: x\n\n{MARK}.*\n", "# T\nbody\n") == []
 
 
 def test_the_page_documents_every_field_the_loader_reads() -> None:

@@ -14,6 +14,7 @@ from stormscale.operator.ports import (
     UnavailableError,
     Workers,
 )
+from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.planner import FlowModel, Topology, throughput
 
 Journal = list[tuple[str, Any]]
@@ -88,15 +89,22 @@ class FakeProfiler:
 
 @dataclass
 class FakeStatus:
-    saved: list[dict[str, Any]] = field(default_factory=list)
+    """Stores statuses like the Kubernetes adapter: each save sends the merge patch from the last one."""
+
+    stored: dict[str, Any] = field(default_factory=dict)
+    saved: list[dict[str, Any]] = field(default_factory=list)  # the patches sent
     journal: Journal = field(default_factory=list)
     fail: Exception | None = None
 
-    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+    def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
         if self.fail:
             raise self.fail
-        self.saved.append(dict(status))
-        self.journal.append(("save", sorted(status)))
+        new = status.to_json()
+        patch = status_patch(self.stored, new)
+        self.stored = new
+        if patch:
+            self.saved.append(patch)
+            self.journal.append(("save", sorted(patch)))
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stormscale.operator.autoscale import congested, decide, needed_budget
+from stormscale.operator.status import AutoscalerState
 from stormscale.planner import FlowModel, Strategy, load_profile
 
 from .test_reconcile import conditions, policy, run, world
@@ -37,16 +38,16 @@ def at(minutes: float) -> datetime:
 
 
 def test_scale_out_waits_for_the_cooldown() -> None:
-    state = {"lastScaleTime": "2026-11-22T12:00:00Z"}
+    state = AutoscalerState(last_scale_time="2026-11-22T12:00:00Z")
     early = decide(1, 3, state, at(2), cooldown_s=300, scale_in_delay_s=900)
     assert (early.budget, early.reason) == (1, "CoolingDown")
     late = decide(1, 3, state, at(6), cooldown_s=300, scale_in_delay_s=900)
-    assert (late.budget, late.reason, late.state["lastScaleTime"]) == (3, "ScaleOut", "2026-11-22T12:06:00Z")
+    assert (late.budget, late.reason, late.state.last_scale_time) == (3, "ScaleOut", "2026-11-22T12:06:00Z")
 
 
 def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
-    first = decide(3, 1, {}, at(0), cooldown_s=300, scale_in_delay_s=900)
-    assert (first.budget, first.reason, first.state["scaleInSince"]) == (
+    first = decide(3, 1, AutoscalerState(), at(0), cooldown_s=300, scale_in_delay_s=900)
+    assert (first.budget, first.reason, first.state.scale_in_since) == (
         3,
         "ScaleInDelayed",
         "2026-11-22T12:00:00Z",
@@ -54,7 +55,7 @@ def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
     middle = decide(3, 1, first.state, at(10), cooldown_s=300, scale_in_delay_s=900)
     assert middle.budget == 3
     interrupted = decide(3, 3, middle.state, at(12), cooldown_s=300, scale_in_delay_s=900)
-    assert "scaleInSince" not in interrupted.state  # the wish must start over
+    assert interrupted.state.scale_in_since is None  # the wish must start over
     again = decide(3, 1, interrupted.state, at(13), cooldown_s=300, scale_in_delay_s=900)
     assert again.budget == 3
     done = decide(3, 1, again.state, at(28), cooldown_s=300, scale_in_delay_s=900)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,8 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
-from stormscale.operator.reconcile import Outcome, Resource, planning_start, reconcile
+from stormscale.operator.reconcile import Resource, planning_start, reconcile
+from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile
 
 from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
@@ -39,19 +41,30 @@ def world(**nimbus: Any) -> World:
     return World(FakeCluster(replicas=4), FakeNimbus(executors, tasks, **nimbus), FakeProfiler(LINEAR))
 
 
-def run(w: World, p: Policy, status: dict[str, Any] | None = None, minutes: float = 0) -> Outcome:
-    return reconcile(RESOURCE, p, status or {}, w.ports, T0 + timedelta(minutes=minutes))
+@dataclass(frozen=True)
+class Pass:
+    """A pass's outcome with its status as the API server stores it (camelCase JSON)."""
+
+    status: dict[str, Any]
+    retry_after: float | None
 
 
-def conditions(outcome: Outcome) -> dict[str, tuple[str, str]]:
+def run(w: World, p: Policy, status: dict[str, Any] | None = None, minutes: float = 0) -> Pass:
+    stored = StormTopologyStatus.from_json(status)
+    outcome = reconcile(RESOURCE, p, stored, w.ports, T0 + timedelta(minutes=minutes))
+    return Pass(outcome.status.to_json(), outcome.retry_after)
+
+
+def conditions(outcome: Pass) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
 
 
 def test_budget_is_planned_applied_and_verified_with_one_event() -> None:
     w = world()
     first = run(w, policy())
-    assert w.journal == [  # intent is recorded before the first write
-        ("save", ["lastPlan", "pending"]),
+    intent = ["baseline", "conditions", "lastPlan", "observed", "observedGeneration", "pending", "unitCPU"]
+    assert w.journal == [  # intent (with the baseline a resumed pass needs) is saved before the first write
+        ("save", intent),
         ("scale", 6),
         ("rebalance", {"1": 1, "2": 2, "3": 2, "4": 1}),
     ]
@@ -236,12 +249,12 @@ def test_metrics_step_and_settle_are_read_and_a_window_must_hold_five_steps() ->
 
 def test_before_anything_is_applied_a_plan_starts_from_the_baseline_with_the_whole_budget() -> None:
     baseline = {"1": 1, "2": 1}
-    assert planning_start(baseline, {}, 3) == ({"1": 1, "2": 1}, 3)
-    assert planning_start(baseline, {"units": {"1": 1, "2": 2}}, 3) == ({"1": 1, "2": 1}, 3)
+    assert planning_start(baseline, StormTopologyStatus(), 3) == ({"1": 1, "2": 1}, 3)
+    assert planning_start(baseline, StormTopologyStatus(units={"1": 1, "2": 2}), 3) == ({"1": 1, "2": 1}, 3)
 
 
 def test_once_applied_a_plan_starts_from_what_runs_and_moves_only_the_difference() -> None:
-    status = {"units": {"1": 1, "2": 3}, "appliedBudget": 2}
+    status = StormTopologyStatus(units={"1": 1, "2": 3}, applied_budget=2)
     assert planning_start({"1": 1, "2": 1}, status, 3) == ({"1": 1, "2": 3}, 1)
     assert planning_start({"1": 1, "2": 1}, status, 0) == ({"1": 1, "2": 3}, -2)
     assert planning_start({"1": 1, "2": 1}, status, 2) == ({"1": 1, "2": 3}, 0)

@@ -1,15 +1,20 @@
-"""The handler's status writes: intent saved mid-pass, then one patch that leaves nothing stale behind."""
+"""The status as one typed value: intent saved mid-pass, then one patch that leaves nothing stale behind."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from stormscale.operator.adapters.kube import WrittenStatus, merge_patched, status_patch
-from stormscale.operator.handlers import reconcile_and_save
+import pytest
+import yaml
 
-from .fakes import FakeStatus
+from stormscale.operator.handlers import reconcile_and_save
+from stormscale.operator.status import StatusError, StormTopologyStatus, status_patch
+
 from .test_reconcile import RESOURCE, T0, policy, world
+
+CRD = Path(__file__).parents[3] / "crds" / "stormtopologies.stormscale.io.yaml"
 
 
 def stored_after(saves: list[dict[str, Any]], start: Mapping[str, Any]) -> dict[str, Any]:
@@ -28,33 +33,50 @@ def stored_after(saves: list[dict[str, Any]], start: Mapping[str, Any]) -> dict[
 
 def test_an_apply_finished_within_its_planning_pass_leaves_no_pending_intent_behind() -> None:
     w = world()  # Storm already runs the baseline, so budget 0 needs no change
-    reconcile_and_save(RESOURCE, policy(budget=0), {}, w.ports, T0)
+    reconcile_and_save(RESOURCE, policy(budget=0), StormTopologyStatus(), w.ports, T0)
     stored = stored_after(w.status.saved, {})
     assert stored["appliedBudget"] == 0
     assert "pending" not in stored  # was written mid-pass as intent, then done in the same pass
-    reconcile_and_save(RESOURCE, policy(budget=0), stored, w.ports, T0)
+    assert stored == w.status.stored  # the patches add up to the status the writer last saw
+    reconcile_and_save(RESOURCE, policy(budget=0), StormTopologyStatus.from_json(stored), w.ports, T0)
     assert [e[1] for e in w.events.posted] == ["ScalingApplied"]  # once, not once per pass
-
-
-def test_written_status_tracks_saved_keys_and_deletions() -> None:
-    inner = FakeStatus()
-    written = WrittenStatus(inner, {"a": 1, "b": 2})
-    written.save("ns", "n", {"pending": {"budget": 1}, "b": None})
-    assert written.stored == {"a": 1, "pending": {"budget": 1}}
-    assert status_patch(written.stored, {"a": 1}) == {"pending": None, "a": 1}
-    assert inner.saved == [{"pending": {"budget": 1}, "b": None}]
 
 
 def test_a_nested_key_gone_from_the_new_status_is_deleted_not_merged_back() -> None:
     old = {"lastPlan": {"allocation": {"3": 1}, "budget": 1}, "units": {"3": 2}}
     new = {"lastPlan": {"allocation": {"2": 1}, "budget": 2}, "units": {"3": 2}}
     patch = status_patch(old, new)
-    assert patch["lastPlan"]["allocation"] == {"3": None, "2": 1}
+    assert patch == {"lastPlan": {"allocation": {"3": None, "2": 1}, "budget": 2}}  # units unchanged
     assert stored_after([patch], old) == new
 
 
-def test_merge_patched_follows_rfc_7386() -> None:
-    target = {"a": {"b": 1, "c": 2}, "d": 3}
-    assert merge_patched(target, {"a": {"b": None, "e": 4}, "d": None}) == {"a": {"c": 2, "e": 4}}
-    assert merge_patched(target, {"a": 5}) == {"a": 5, "d": 3}
-    assert target == {"a": {"b": 1, "c": 2}, "d": 3}  # untouched
+def test_kopf_s_own_status_key_is_left_alone() -> None:
+    assert status_patch({"kopf": {"progress": {}}, "units": {"a": 1}}, {}) == {"units": None}
+
+
+def test_the_status_reads_and_writes_the_crd_s_camel_case() -> None:
+    document = {
+        "observedGeneration": 3,
+        "unitCPU": "500m",
+        "appliedBudget": 2,
+        "autoscaler": {"desiredBudget": 2, "lastScaleTime": "2026-11-22T12:00:00Z"},
+        "kopf": {"dummy": "x"},  # Kopf's own bookkeeping is not ours
+    }
+    status = StormTopologyStatus.from_json(document)
+    assert (status.unit_cpu, status.applied_budget) == ("500m", 2)
+    assert status.autoscaler is not None
+    assert status.autoscaler.desired_budget == 2
+    ours = {k: v for k, v in document.items() if k != "kopf"}
+    assert status.to_json() == {**ours, "conditions": []}
+
+
+def test_a_status_of_the_wrong_shape_is_one_line_naming_the_field() -> None:
+    with pytest.raises(StatusError, match=r"^status\.appliedBudget: "):
+        StormTopologyStatus.from_json({"appliedBudget": "two"})
+
+
+def test_the_model_writes_exactly_the_crd_s_status_fields() -> None:
+    crd = yaml.safe_load(CRD.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    fields = {f.alias or name for name, f in StormTopologyStatus.model_fields.items()}
+    assert fields == set(schema) - {"kopf"}

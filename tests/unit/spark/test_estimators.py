@@ -116,7 +116,13 @@ def test_the_busiest_executor_bounds_the_component(spark: SparkSession) -> None:
         "busy_source int",
     )
     executors = executors.selectExpr(
-        "*", "NULL AS emitted_rate", "NULL AS offered_rate", "DOUBLE(2) AS units", "DOUBLE(NULL) AS tasks"
+        "*",
+        "NULL AS emitted_rate",
+        "NULL AS offered_rate",
+        "DOUBLE(2) AS units",
+        "DOUBLE(NULL) AS tasks",
+        "busy AS storm_busy",
+        "busy_source AS storm_busy_source",
     )
     (row,) = est.component_window(executors).collect()
     assert (row.executors_seen, row.executed_rate, row.busy_max) == (2, 40.0, 0.6)

@@ -44,6 +44,8 @@ BASE = ComponentStats(
     None,
     None,
     BUSY_GAUGE,
+    None,
+    BUSY_GAUGE,
     60,
     0.01,
     0,

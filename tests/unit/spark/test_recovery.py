@@ -54,8 +54,21 @@ OLD_STYLE = synthetic.Scenario(
 RESTART = synthetic.Scenario(
     name="restart", duration_s=1200, rebalance_at_s=600, noise=0.02, skew=0.3, seed=8
 )
+# multilang bolts: Storm reads bolts 2 (62.5 % busy) and 4 (28 %) at 5 % and 2 % of their busy time
+# (execute latency is the hand-off into the pipe); their pods' CPU tells the truth. Bolt 3 is the
+# saturated bottleneck, measured right by both.
+MULTILANG = synthetic.Scenario(
+    name="multilang",
+    duration_s=1200,
+    noise=0.01,
+    cpu_components=("2", "3", "4"),
+    storm_busy_scale={"2": 0.05, "4": 0.02},
+    seed=9,
+)
+MULTILANG_NO_CPU = dataclasses.replace(MULTILANG, name="multilang-no-cpu", cpu_components=())
 CASES = [(T17, REBALANCE), (DIAMOND, BACKPRESSURE), (LINEAR, NO_OFFERED), (TREE, UNSTABLE), (T10, PARTIAL)]
 CASES += [(DIAMOND, LAGGING), (DIAMOND, LAGGING_OLD), (T17, OLD_STYLE), (LINEAR, RESTART)]
+CASES += [(LINEAR, MULTILANG), (LINEAR, MULTILANG_NO_CPU)]
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +229,48 @@ def test_a_restart_resets_the_busy_counter_and_the_window_starts_after_it(
     assert (window["changedAt"], window["steadyStart"]) == (
         "2026-01-01T00:10:00+00:00",
         "2026-01-01T00:12:00+00:00",
+    )
+
+
+def test_busy_time_from_the_pods_cpu_gives_the_true_capacity_where_storm_lies(
+    profiles: dict[str, dict[str, Any]],
+) -> None:
+    document = profiles["multilang"]
+    assert_recovers_model(document, LINEAR, MULTILANG)
+    assert busy_sources(document) == {"pod-cpu"}
+    got = by_id(document)
+    for cid, disagree in (("2", True), ("3", False), ("4", True)):
+        conf = got[cid]["confidence"]["capacityPerUnit"]
+        assert conf["disagreement"] is disagree, cid
+        assert conf["storm"]["source"] == "busy-counter", cid
+        capacity = next(c.capacity_per_unit for c in LINEAR.components if c.id == cid)
+        scale = MULTILANG.storm_busy_scale.get(cid, 1.0)
+        assert conf["storm"]["capacityPerUnit"] == pytest.approx(capacity / scale, rel=REL), cid
+    notes = [n for n in document["confidence"]["notes"] if "pod's CPU" in n]
+    assert [n.split(":")[0] for n in notes] == ["2", "4"]
+    truth = synthetic.scaled(LINEAR, 1.0)
+    estimated = parse_profile(document)
+    for extra in ((0, 0, 0, 0), (0, 0, 1, 0), (0, 1, 3, 1)):
+        units = tuple(u + x for u, x in zip(truth.units, extra, strict=True))
+        assert throughput(estimated, units, FlowModel.BACKPRESSURE) == pytest.approx(
+            throughput(truth, units, FlowModel.BACKPRESSURE), rel=REL
+        )
+
+
+def test_without_the_pods_cpu_the_lying_latency_inflates_capacity(
+    profiles: dict[str, dict[str, Any]],
+) -> None:
+    """Negative control: the same samples without the CPU rows give the real finding's error."""
+    got = by_id(profiles["multilang-no-cpu"])
+    assert busy_sources(profiles["multilang-no-cpu"]) == {"busy-counter"}
+    assert got["2"]["capacityPerUnit"] == pytest.approx(400.0 / 0.05, rel=REL)  # 20x too high
+    assert got["4"]["capacityPerUnit"] == pytest.approx(900.0 / 0.02, rel=REL)  # 50x too high
+    assert "storm" not in got["2"]["confidence"]["capacityPerUnit"]
+    estimated = parse_profile(profiles["multilang-no-cpu"])
+    # a unit more for the bottleneck (3) lifts Θ to bolt 2's real 400/s; the lying profile says 500/s
+    units = (1, 1, 2, 1)
+    assert throughput(estimated, units, FlowModel.BACKPRESSURE) > 1.2 * throughput(
+        LINEAR, units, FlowModel.BACKPRESSURE
     )
 
 

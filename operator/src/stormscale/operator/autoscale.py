@@ -1,6 +1,7 @@
 """Auto mode: the budget the topology needs, and when the operator may move to it.
 
-Sizing (seed 001's target-rate sizing on our model): the *needed* budget is the smallest ``b`` in
+Sizing by budget plans (our rule, not a seed's algorithm: seed 001's LSA/MBA and our exact minimum for
+a target rate live in :mod:`stormscale.planner.sizing`): the *needed* budget is the smallest ``b`` in
 ``[minUnits, maxUnits]`` whose plan leaves no component congested beyond the threshold θ::
 
     congested(v)  ⇔  D_v > P_v · (1 + θ)          (D: demand at the spouts' offered rate)
@@ -14,12 +15,10 @@ must be wanted for ``scaleInDelay`` without interruption, then also waits for th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from stormscale.operator.conditions import timestamp
+from stormscale.operator.status import AutoscalerState, timestamp
 from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan
 
 
@@ -62,7 +61,7 @@ class Decision:
     """The budget to run now, and the stabilization state to keep in status."""
 
     budget: int
-    state: dict[str, Any]
+    state: AutoscalerState
     reason: str
 
 
@@ -76,25 +75,26 @@ def _seconds_since(text: str | None, now: datetime) -> float:
 def decide(
     current: int,
     needed: int,
-    state: Mapping[str, Any],
+    state: AutoscalerState,
     now: datetime,
     *,
     cooldown_s: float,
     scale_in_delay_s: float,
 ) -> Decision:
     """Move from ``current`` towards ``needed`` under cooldown and delayed scale-in."""
-    cooled = _seconds_since(state.get("lastScaleTime"), now) >= cooldown_s
-    kept = {k: v for k, v in state.items() if k != "scaleInSince"}
+    cooled = _seconds_since(state.last_scale_time, now) >= cooldown_s
+    kept = state.model_copy(update={"scale_in_since": None})
     if needed > current:
         if not cooled:
-            return Decision(current, {**kept, "desiredBudget": current}, "CoolingDown")
-        return Decision(
-            needed, {**kept, "desiredBudget": needed, "lastScaleTime": timestamp(now)}, "ScaleOut"
-        )
+            return Decision(current, kept.model_copy(update={"desired_budget": current}), "CoolingDown")
+        scaled = {"desired_budget": needed, "last_scale_time": timestamp(now)}
+        return Decision(needed, kept.model_copy(update=scaled), "ScaleOut")
     if needed == current:
-        return Decision(current, {**kept, "desiredBudget": current}, "Sized")
-    since = state.get("scaleInSince") or timestamp(now)
+        return Decision(current, kept.model_copy(update={"desired_budget": current}), "Sized")
+    since = state.scale_in_since or timestamp(now)
     waited = _seconds_since(since, now) >= scale_in_delay_s
     if waited and cooled:
-        return Decision(needed, {**kept, "desiredBudget": needed, "lastScaleTime": timestamp(now)}, "ScaleIn")
-    return Decision(current, {**kept, "desiredBudget": current, "scaleInSince": since}, "ScaleInDelayed")
+        scaled = {"desired_budget": needed, "last_scale_time": timestamp(now)}
+        return Decision(needed, kept.model_copy(update=scaled), "ScaleIn")
+    delayed = {"desired_budget": current, "scale_in_since": since}
+    return Decision(current, kept.model_copy(update=delayed), "ScaleInDelayed")

@@ -8,36 +8,25 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 from kubernetes import client, config
 
-from stormscale.operator import conditions as cond
-from stormscale.operator.adapters.kube import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    KubeDeployments,
-    KubeStatus,
-    WrittenStatus,
-    status_patch,
-)
+from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeployments, KubePods, KubeStatus
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import (
-    Ports,
-    RefusedError,
-)
-from stormscale.operator.reconcile import Outcome, Resource, reconcile
+from stormscale.operator.ports import GoneError, Ports, RefusedError, StatusWriter, UnavailableError
+from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
+from stormscale.operator.status import RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
+from stormscale.storm.errors import one_line
 from stormscale.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
@@ -79,14 +68,31 @@ def kube_api() -> client.ApiClient:
     return _API
 
 
+_STATUS: KubeStatus | None = None
+
+
+def status_store() -> KubeStatus:
+    """One status writer per process: it remembers each resource's status as last loaded or saved."""
+    global _STATUS  # noqa: PLW0603 - a process-wide writer, created lazily
+    if _STATUS is None:
+        _STATUS = KubeStatus(kube_api())
+    return _STATUS
+
+
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     api = kube_api()
     nimbus = NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))
     return Ports(
         deployments=KubeDeployments(api),
         nimbus=NimbusPort(nimbus),
-        profiler=prometheus_profiler(policy.spec.metrics.prometheus, nimbus, policy.step_s, policy.settle_s),
-        status=KubeStatus(api),
+        profiler=prometheus_profiler(
+            policy.spec.metrics.prometheus,
+            nimbus,
+            policy.step_s,
+            policy.settle_s,
+            workers=(KubePods(api), namespace, policy.spec.workers.deployment),
+        ),
+        status=status_store(),
         events=KopfEvents(body),
     )
 
@@ -109,8 +115,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="stormscale.io", key="last-handled-configuration"
     )
-    # Kopf posts log lines at INFO as Events by default; we post our own, one per decision.
-    settings.posting.level = logging.WARNING
+    # Kopf posts its log lines as Events; we post our own, one per decision, and a pass that must be
+    # looked at again soon raises TemporaryError (logged at ERROR by Kopf): keep those out of Events.
+    settings.posting.level = logging.CRITICAL
     # Watches stall silently on some networks without a server-side timeout (kopf#585).
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
@@ -127,58 +134,68 @@ def _lock_for(uid: str) -> threading.Lock:
 
 
 def run_pass(body: kopf.Body) -> None:
-    """One reconcile pass on the resource as stored now; an invalid spec is Degraded, never retried."""
+    """One reconcile pass on the resource as stored now.
+
+    Every failure ends as a Degraded condition with a reason (and at most one Warning per change of
+    reason); a pass that must be looked at again soon raises :class:`kopf.TemporaryError` with the
+    delay its reason calls for, after its status is saved.
+    """
     with _lock_for(str(body.metadata.uid)):
-        _run_pass(body)
+        outcome = _run_pass(body)
+    if outcome is not None and outcome.waiting and outcome.retry_after is not None:
+        raise kopf.TemporaryError(outcome.summary, delay=outcome.retry_after)
 
 
-def _run_pass(body: kopf.Body) -> None:
+def _run_pass(body: kopf.Body) -> Outcome | None:
     namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+    store = status_store()
     try:
-        fresh = KubeStatus(kube_api()).load(namespace, name)
-    except RefusedError:
-        return  # deleted meanwhile
+        fresh = store.load(namespace, name)
+    except GoneError:
+        return None  # deleted meanwhile
+    except (RefusedError, UnavailableError) as err:
+        message = f"cannot read StormTopology {namespace}/{name}: {err}"
+        raise kopf.TemporaryError(message, delay=RETRY_WAITING_S) from None
     now = datetime.now(UTC)
     resource = Resource(namespace, name, int(fresh["metadata"].get("generation") or 0))
-    status = {k: v for k, v in (fresh.get("status") or {}).items() if k != "kopf"}
+
+    def refuse(status: StormTopologyStatus, reason: Reason, message: str) -> Outcome:
+        outcome = degraded_pass(
+            resource, status, reason=reason, message=message, now=now, events=KopfEvents(body)
+        )
+        return _save(resource, outcome, store)
+
+    try:
+        status = StormTopologyStatus.from_json(fresh.get("status"))
+    except StatusError as err:
+        return refuse(StormTopologyStatus(), Reason.INVALID_STATUS, str(err))
     try:
         policy = parse_spec(dict(fresh.get("spec") or {}))
     except InvalidSpecError as err:
-        _record_invalid_spec(body, resource, status, str(err), now)
-        raise kopf.PermanentError(str(err)) from None
-    reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, resource.namespace, body), now)
+        return refuse(status, Reason.INVALID_SPEC, str(err))
+    try:
+        return reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, namespace, body), now)
+    except kopf.TemporaryError:
+        raise
+    except Exception as err:  # the error contract's last line: a condition and a log, not a bare traceback
+        LOG.exception("[%s/%s] reconcile failed", namespace, name)
+        return refuse(status, Reason.INTERNAL_ERROR, f"{type(err).__name__}: {one_line(err)}")
 
 
 def reconcile_and_save(
-    resource: Resource, policy: Policy, status: Mapping[str, Any], ports: Ports, now: datetime
+    resource: Resource, policy: Policy, status: StormTopologyStatus, ports: Ports, now: datetime
 ) -> Outcome:
-    """One reconcile pass, then one merge patch from the status as stored (intent saved mid-pass
-    included) to the outcome's status."""
-    written = WrittenStatus(ports.status, status)
-    outcome = reconcile(resource, policy, dict(status), dataclasses.replace(ports, status=written), now)
-    written.save(resource.namespace, resource.name, status_patch(written.stored, outcome.status))
+    """One reconcile pass, then one save of its status (only what changed since the pass's own intent
+    save, if it made one)."""
+    return _save(resource, reconcile(resource, policy, status, ports, now), ports.status)
+
+
+def _save(resource: Resource, outcome: Outcome, writer: StatusWriter) -> Outcome:
+    try:
+        writer.save(resource.namespace, resource.name, outcome.status)
+    except (RefusedError, UnavailableError) as err:
+        raise kopf.TemporaryError(f"status not saved: {err}", delay=RETRY_WAITING_S) from None
     return outcome
-
-
-def _record_invalid_spec(
-    body: kopf.Body, resource: Resource, status: Mapping[str, Any], message: str, now: datetime
-) -> None:
-    conditions = list(status.get("conditions") or [])
-    previous = cond.condition(conditions, cond.DEGRADED)
-    if not previous or previous.get("reason") != "InvalidSpec" or previous.get("message") != message:
-        kopf.event(body, type="Warning", reason="InvalidSpec", message=message)
-    for kind, value in ((cond.DEGRADED, True), (cond.READY, False), (cond.PROGRESSING, False)):
-        conditions = cond.set_condition(
-            conditions,
-            kind=kind,
-            status=value,
-            reason="InvalidSpec",
-            message=message,
-            now=now,
-            generation=resource.generation,
-        )
-    patch = {"conditions": conditions, "observedGeneration": resource.generation}
-    KubeStatus(kube_api()).save(resource.namespace, resource.name, patch)
 
 
 @kopf.on.create(GROUP, VERSION, PLURAL)

@@ -7,7 +7,6 @@ a frozen :class:`Policy` for the reconcile logic.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any
 
@@ -15,22 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from stormscale.planner import FlowModel, Strategy
+from stormscale.samples import parse_duration
+from stormscale.samples.durations import PATTERN as DURATION
+from stormscale.storm.samples import MAX_POINTS
 
-_DURATION = re.compile(r"^([0-9]+)(s|m|h)$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600}
 MIN_STEPS = 5  # a profile needs this many steady intervals (the aggregation's min_intervals)
 
 
 class InvalidSpecError(ValueError):
     """The spec breaks a rule; the message names the field."""
-
-
-def parse_duration(text: str) -> float:
-    """``"90s"``, ``"5m"``, ``"1h"`` → seconds."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"not a duration like 30s, 5m or 1h: {text!r}")
-    return float(int(match.group(1)) * _SECONDS[match.group(2)])
 
 
 class Mode(StrEnum):
@@ -59,17 +51,23 @@ class WorkersSpec(_Model):
 
 class MetricsSpec(_Model):
     prometheus: str = Field(pattern=r"^https?://")
-    window: str = Field(default="5m", pattern=_DURATION.pattern)
-    max_age: str = Field(default="2m", pattern=_DURATION.pattern)
-    step: str = Field(default="10s", pattern=_DURATION.pattern)
-    settle: str = Field(default="2m", pattern=_DURATION.pattern)
+    window: str = Field(default="5m", pattern=DURATION)
+    max_age: str = Field(default="2m", pattern=DURATION)
+    step: str = Field(default="10s", pattern=DURATION)
+    settle: str = Field(default="2m", pattern=DURATION)
 
     @model_validator(mode="after")
     def _steps(self) -> MetricsSpec:
         if parse_duration(self.step) < 1:
             raise ValueError("metrics.step must be at least 1s")
-        if parse_duration(self.window) < MIN_STEPS * parse_duration(self.step):
+        window, step = parse_duration(self.window), parse_duration(self.step)
+        if window < MIN_STEPS * step:
             raise ValueError(f"metrics.window must hold at least {MIN_STEPS} steps of metrics.step")
+        if window // step + 1 > MAX_POINTS:
+            raise ValueError(
+                f"metrics.window holds {window // step + 1} steps of metrics.step; Prometheus answers "
+                f"at most {MAX_POINTS} points per series: raise metrics.step"
+            )
         return self
 
 
@@ -80,8 +78,8 @@ class ScalingSpec(_Model):
     max_units: int = Field(default=16, ge=-1000, le=1000)
     strategy: str = Field(default="Combined", pattern="^(Combined|Stela|Predictive|Optimal)$")
     flow_model: str = Field(default="Backpressure", pattern="^(Backpressure|Drop)$")
-    cooldown: str = Field(default="5m", pattern=_DURATION.pattern)
-    scale_in_delay: str = Field(default="15m", pattern=_DURATION.pattern)
+    cooldown: str = Field(default="5m", pattern=DURATION)
+    scale_in_delay: str = Field(default="15m", pattern=DURATION)
     congestion_threshold: float = Field(default=0.05, ge=0, le=1)
 
     @model_validator(mode="after")

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
 
 
@@ -20,6 +21,10 @@ class UnavailableError(RuntimeError):
 
 class RefusedError(RuntimeError):
     """A dependency refused the request (not found, invalid, forbidden): retrying will not help."""
+
+
+class GoneError(RefusedError):
+    """The object asked for does not exist (a 404): for the StormTopology itself, deleted meanwhile."""
 
 
 class StaleMetricsError(UnavailableError):
@@ -77,8 +82,9 @@ class Profiler(Protocol):
 
 
 class StatusWriter(Protocol):
-    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
-        """Merge-patch the resource's status now (used to record intent before acting)."""
+    def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
+        """Store ``status`` now (reconcile records its intent before acting); only what changed since
+        the status last loaded or saved is sent."""
 
 
 class Events(Protocol):

@@ -13,12 +13,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from stormscale.operator import conditions as cond
 from stormscale.operator.autoscale import decide, needed_budget
 from stormscale.operator.policy import Mode, Policy
 from stormscale.operator.ports import (
+    Events,
     MeasuredProfile,
     Ports,
     RefusedError,
@@ -27,9 +26,23 @@ from stormscale.operator.ports import (
     UnavailableError,
     Workers,
 )
-from stormscale.planner import Plan, Strategy, Topology, compare_strategies
+from stormscale.operator.status import (
+    DEGRADED,
+    PROGRESSING,
+    READY,
+    RETRY_AFTER,
+    SCALING_LIMITED,
+    AutoscalerState,
+    Observed,
+    PendingApply,
+    PlanSummary,
+    Predicted,
+    Reason,
+    StormTopologyStatus,
+    timestamp,
+)
+from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan
 
-RETRY_WAITING_S = 30.0
 AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
@@ -47,8 +60,24 @@ class Resource:
 class Outcome:
     """The new status, and when to look again (``None``: nothing pending)."""
 
-    status: dict[str, Any]
+    status: StormTopologyStatus
     retry_after: float | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """Degraded or progressing: the pass wants another look after ``retry_after``."""
+        return any(_is_true(self.status, kind) for kind in (DEGRADED, PROGRESSING))
+
+    @property
+    def summary(self) -> str:
+        """The Ready condition's reason and message, in one line (for logs and retries)."""
+        ready = self.status.condition(READY)
+        return f"{ready.reason}: {ready.message}" if ready else "no Ready condition"
+
+
+def _is_true(status: StormTopologyStatus, kind: str) -> bool:
+    found = status.condition(kind)
+    return found is not None and found.status == "True"
 
 
 class InvalidProfileError(ValueError):
@@ -56,41 +85,35 @@ class InvalidProfileError(ValueError):
 
 
 @dataclass
-class _Status:
-    """A mutable working copy of the status with condition helpers."""
+class _Book:
+    """The working copy of the status, with the condition bookkeeping and the events to post."""
 
-    data: dict[str, Any]
+    status: StormTopologyStatus
     now: datetime
     generation: int
-    events: list[tuple[str, str, str]] = field(default_factory=list)
+    events: list[tuple[str, Reason, str]] = field(default_factory=list)
 
-    def set(self, kind: str, status: bool, reason: str, message: str) -> None:
-        self.data["conditions"] = cond.set_condition(
-            self.data.get("conditions", []),
-            kind=kind,
-            status=status,
-            reason=reason,
-            message=message,
-            now=self.now,
-            generation=self.generation,
+    def set(self, kind: str, status: bool, reason: Reason, message: str) -> None:
+        self.status.set_condition(
+            kind, status=status, reason=reason, message=message, now=self.now, generation=self.generation
         )
 
-    def degraded(self, reason: str, message: str, retry_after: float | None) -> Outcome:
-        """No action: say why, once (a Warning only when the reason changes)."""
-        previous = cond.condition(self.data.get("conditions", []), cond.DEGRADED)
-        if not previous or previous.get("status") != "True" or previous.get("reason") != reason:
+    def degraded(self, reason: Reason, message: str) -> Outcome:
+        """No action: say why, once (a Warning only when the reason changes), and when to look again."""
+        previous = self.status.condition(DEGRADED)
+        if not previous or previous.status != "True" or previous.reason != reason:
             self.events.append(("Warning", reason, message))
-        self.set(cond.DEGRADED, True, reason, message)
-        self.set(cond.READY, False, reason, message)
-        self.set(cond.PROGRESSING, False, reason, "No action while degraded")
-        return Outcome(self.data, retry_after)
+        self.set(DEGRADED, True, reason, message)
+        self.set(READY, False, reason, message)
+        self.set(PROGRESSING, False, reason, "No action while degraded")
+        return Outcome(self.status, RETRY_AFTER[reason])
 
     def healthy(self) -> None:
-        self.set(cond.DEGRADED, False, "Healthy", "Inputs are valid and fresh")
+        self.set(DEGRADED, False, Reason.HEALTHY, "Inputs are valid and fresh")
 
 
 def planning_start(
-    baseline: Mapping[str, int], status: Mapping[str, Any], budget: int
+    baseline: Mapping[str, int], status: StormTopologyStatus, budget: int
 ) -> tuple[dict[str, int], int]:
     """Where a plan for ``budget`` starts: (units per component, units to add, < 0 to remove).
 
@@ -102,10 +125,10 @@ def planning_start(
     capacity estimate move a unit back and forth: in the end-to-end run a rise 2 → 3 took bolt 2's
     second unit away and throughput fell from 18.4 to 15.9 tuples/s.)
     """
-    units, applied = status.get("units"), status.get("appliedBudget")
+    units, applied = status.units, status.applied_budget
     if units is None or applied is None or set(units) != set(baseline):
         return dict(baseline), budget
-    return {cid: int(n) for cid, n in units.items()}, budget - int(applied)
+    return dict(units), budget - applied
 
 
 def planning_model(
@@ -149,21 +172,33 @@ def replicas_for(units: Mapping[str, int], slots_per_pod: int) -> int:
 
 def plan_summary(
     plan: Plan, plans: Mapping[Strategy, Plan], now: datetime, budget: int, start: Mapping[str, int]
-) -> dict[str, Any]:
-    """``status.lastPlan``: the chosen plan for ``budget`` (its allocation moves units from ``start``)
-    and every strategy's predicted Θ side by side."""
-    return {
-        "budget": budget,
-        "strategy": plan.strategy.value,
-        "flowModel": plan.flow_model.value,
-        "chosen": (plan.chosen or plan.strategy).value,
-        "start": dict(start),
-        "allocation": dict(plan.allocation),
-        "unallocated": plan.unallocated,
-        "predicted": {"before": round(plan.before, 3), "after": round(plan.after, 3)},
-        "alternatives": {s.value: round(p.after, 3) for s, p in plans.items()},
-        "at": cond.timestamp(now),
-    }
+) -> PlanSummary:
+    """``status.lastPlan``: the chosen plan for ``budget`` and every strategy's predicted Θ."""
+    return PlanSummary(
+        budget=budget,
+        strategy=plan.strategy.value,
+        flow_model=plan.flow_model.value,
+        chosen=(plan.chosen or plan.strategy).value,
+        start=dict(start),
+        allocation=dict(plan.allocation),
+        unallocated=plan.unallocated,
+        predicted=Predicted(before=round(plan.before, 3), after=round(plan.after, 3)),
+        alternatives={s.value: round(p.after, 3) for s, p in plans.items()},
+        at=timestamp(now),
+    )
+
+
+def strategy_plans(topology: Topology, delta: int, policy: Policy) -> dict[Strategy, Plan]:
+    """Every strategy's plan side by side; a strategy that cannot plan this topology (the exact
+    program past its size limit) is left out, unless it is the one the spec chose (then it raises)."""
+    plans: dict[Strategy, Plan] = {}
+    for strategy in Strategy:
+        try:
+            plans[strategy] = make_plan(topology, delta, strategy, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
+        except OptimalLimitError:
+            if strategy is policy.strategy:
+                raise
+    return plans
 
 
 @dataclass(frozen=True)
@@ -172,7 +207,7 @@ class _Pass:
 
     resource: Resource
     policy: Policy
-    st: _Status
+    st: _Book
     ports: Ports
     workers: Workers
     storm: StormTopologyState
@@ -180,75 +215,98 @@ class _Pass:
 
 
 def reconcile(
-    resource: Resource, policy: Policy, status: Mapping[str, Any], ports: Ports, now: datetime
+    resource: Resource, policy: Policy, status: StormTopologyStatus, ports: Ports, now: datetime
 ) -> Outcome:
-    """One pass; the returned status replaces the old one (minus Kopf's own fields)."""
-    st = _Status({k: v for k, v in status.items() if k != "kopf"}, now, resource.generation)
-    st.data["observedGeneration"] = resource.generation
+    """One pass; the returned status replaces the old one. Posts the pass's events at its end."""
+    st = _Book(status.model_copy(deep=True), now, resource.generation)
+    st.status.observed_generation = resource.generation
     outcome = _reconcile(resource, policy, st, ports)
-    for kind, reason, message in st.events:
-        (ports.events.normal if kind == "Normal" else ports.events.warning)(reason, message)
+    _post(st, ports.events)
     return outcome
 
 
-def _reconcile(resource: Resource, policy: Policy, st: _Status, ports: Ports) -> Outcome:
+def degraded_pass(
+    resource: Resource,
+    status: StormTopologyStatus,
+    *,
+    reason: Reason,
+    message: str,
+    now: datetime,
+    events: Events,
+) -> Outcome:
+    """A pass that cannot even start (invalid spec or status, an unexpected error): the same Degraded
+    bookkeeping as any other, and its Warning posted once per change of reason."""
+    st = _Book(status.model_copy(deep=True), now, resource.generation)
+    st.status.observed_generation = resource.generation
+    outcome = st.degraded(reason, message)
+    _post(st, events)
+    return outcome
+
+
+def _post(st: _Book, events: Events) -> None:
+    for kind, reason, message in st.events:
+        (events.normal if kind == "Normal" else events.warning)(reason, message)
+
+
+def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> Outcome:
     spec = policy.spec
     try:
         workers = ports.deployments.read(resource.namespace, spec.workers.deployment)
     except RefusedError as err:
-        return st.degraded("WorkersNotFound", str(err), None)
+        return st.degraded(Reason.WORKERS_NOT_FOUND, str(err))
     except UnavailableError as err:
-        return st.degraded("KubernetesUnavailable", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.KUBERNETES_UNAVAILABLE, str(err))
     if workers.hpa:
         message = f"HorizontalPodAutoscaler {workers.hpa} targets Deployment {spec.workers.deployment}"
-        return st.degraded(
-            "HPAConflict", message + "; Stormscale does not fight another writer", RETRY_WAITING_S
-        )
+        return st.degraded(Reason.HPA_CONFLICT, message + "; Stormscale does not fight another writer")
     if not workers.cpu_limit_millicores:
         message = (
             f"Deployment {spec.workers.deployment} sets no container CPU limit: a resource unit is undefined"
         )
-        return st.degraded("NoCPULimit", message, None)
-    st.data["unitCPU"] = f"{workers.cpu_limit_millicores // spec.workers.slots_per_pod}m"
+        return st.degraded(Reason.NO_CPU_LIMIT, message)
+    st.status.unit_cpu = f"{workers.cpu_limit_millicores // spec.workers.slots_per_pod}m"
     try:
         storm = ports.nimbus.describe(spec.topology_name)
     except RefusedError as err:
-        return st.degraded("TopologyNotFound", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.TOPOLOGY_NOT_FOUND, str(err))
     except UnavailableError as err:
-        return st.degraded("NimbusUnavailable", str(err), RETRY_WAITING_S)
-    baseline = dict(st.data.get("baseline") or storm.executors)
-    st.data["baseline"] = baseline
+        return st.degraded(Reason.NIMBUS_UNAVAILABLE, str(err))
+    baseline = dict(st.status.baseline or storm.executors)
+    st.status.baseline = baseline
     seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
     measured: MeasuredProfile | None = None
-    if policy.mode is Mode.AUTO and st.data.get("pending"):  # finish what Auto started
-        seen = dataclasses.replace(seen, budget=int(st.data["pending"]["budget"]))
+    pending = st.status.pending
+    if policy.mode is Mode.AUTO and pending:  # finish what Auto started
+        seen = dataclasses.replace(seen, budget=pending.budget)
     elif policy.mode is Mode.AUTO:
         fresh = _measure(seen)
         if isinstance(fresh, Outcome):
             return fresh
         measured = fresh
-        seen = _auto_budget(seen, measured, baseline)
+        sized = _auto_budget(seen, measured, baseline)
+        if isinstance(sized, Outcome):
+            return sized
+        seen = sized
     budget = seen.budget
-    pending = st.data.get("pending")
-    if pending and pending.get("budget") == budget:
-        return _apply(seen, dict(pending["units"]))
-    st.data.pop("pending", None)
-    if _converged(st.data, budget, storm, workers, spec.workers.slots_per_pod):
+    if pending and pending.budget == budget:
+        return _apply(seen, dict(pending.units))
+    st.status.pending = None
+    if _converged(st.status, budget, storm, workers, spec.workers.slots_per_pod):
         st.healthy()
-        st.set(cond.PROGRESSING, False, "Stable", f"Budget {budget} is applied")
-        st.set(cond.READY, True, "Applied", f"Budget {budget} is applied")
-        return Outcome(st.data, AUTO_PERIOD_S if policy.mode is Mode.AUTO else None)
+        st.set(PROGRESSING, False, Reason.STABLE, f"Budget {budget} is applied")
+        st.set(READY, True, Reason.APPLIED, f"Budget {budget} is applied")
+        return Outcome(st.status, AUTO_PERIOD_S if policy.mode is Mode.AUTO else None)
     return _plan_and_apply(seen, baseline, measured)
 
 
 def _converged(
-    status: Mapping[str, Any], budget: int, storm: StormTopologyState, workers: Workers, slots: int
+    status: StormTopologyStatus, budget: int, storm: StormTopologyState, workers: Workers, slots: int
 ) -> bool:
-    units = status.get("units")
+    units = status.units
     return (
-        status.get("appliedBudget") == budget
+        status.applied_budget == budget
         and units is not None
-        and dict(storm.executors) == dict(units)
+        and dict(storm.executors) == units
         and workers.replicas == replicas_for(units, slots)
     )
 
@@ -259,18 +317,20 @@ def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
     try:
         measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
     except StaleMetricsError as err:
-        return st.degraded("StaleMetrics", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.STALE_METRICS, str(err))
     except UnavailableError as err:
-        return st.degraded("MetricsUnavailable", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.METRICS_UNAVAILABLE, str(err))
+    except RefusedError as err:
+        return st.degraded(Reason.METRICS_REFUSED, str(err))
     if measured.age_s > policy.max_age_s:
         message = (
             f"Newest samples are {measured.age_s:.0f}s old (metrics.maxAge {policy.spec.metrics.max_age})"
         )
-        return st.degraded("StaleMetrics", message, RETRY_WAITING_S)
+        return st.degraded(Reason.STALE_METRICS, message)
     return measured
 
 
-def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass:
+def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass | Outcome:
     """Auto mode: size the budget from congestion, then apply cooldown and delayed scale-in."""
     policy, st = seen.policy, seen.st
     scaling = policy.spec.scaling
@@ -278,15 +338,18 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
         model = planning_model(measured.topology, baseline, seen.storm.tasks, policy)
     except InvalidProfileError:
         return seen  # _plan_and_apply reports it
-    sizing = needed_budget(
-        model,
-        (scaling.min_units, scaling.max_units),
-        strategy=policy.strategy,
-        model=policy.flow_model,
-        threshold=scaling.congestion_threshold,
-    )
-    state = dict(st.data.get("autoscaler") or {})
-    current = int(state.get("desiredBudget", policy.budget))
+    try:
+        sizing = needed_budget(
+            model,
+            (scaling.min_units, scaling.max_units),
+            strategy=policy.strategy,
+            model=policy.flow_model,
+            threshold=scaling.congestion_threshold,
+        )
+    except OptimalLimitError as err:
+        return st.degraded(Reason.PLANNING_FAILED, str(err))
+    state = st.status.autoscaler or AutoscalerState()
+    current = state.desired_budget if state.desired_budget is not None else policy.budget
     decision = decide(
         current,
         sizing.budget,
@@ -295,12 +358,12 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
         cooldown_s=policy.cooldown_s,
         scale_in_delay_s=policy.scale_in_delay_s,
     )
-    st.data["autoscaler"] = decision.state
+    st.status.autoscaler = decision.state
     if not sizing.sufficient:
         st.set(
-            cond.SCALING_LIMITED,
+            SCALING_LIMITED,
             True,
-            "MaxUnitsReached",
+            Reason.MAX_UNITS_REACHED,
             f"Even scaling.maxUnits {scaling.max_units} leaves components congested",
         )
     return dataclasses.replace(seen, budget=decision.budget)
@@ -310,109 +373,102 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
     resource, policy, st, ports, storm = seen.resource, seen.policy, seen.st, seen.ports, seen.storm
     if not storm.active:
         return st.degraded(
-            "TopologyNotActive", f"Topology {policy.spec.topology_name} is {storm.status}", RETRY_WAITING_S
+            Reason.TOPOLOGY_NOT_ACTIVE, f"Topology {policy.spec.topology_name} is {storm.status}"
         )
     if measured is None:
         fresh = _measure(seen)
         if isinstance(fresh, Outcome):
             return fresh
         measured = fresh
-    start, delta = planning_start(baseline, st.data, seen.budget)
+    start, delta = planning_start(baseline, st.status, seen.budget)
     try:
         model = planning_model(measured.topology, start, storm.tasks, policy)
     except InvalidProfileError as err:
-        return st.degraded("InvalidProfile", str(err), RETRY_WAITING_S)
-    plans = compare_strategies(model, delta, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
+        return st.degraded(Reason.INVALID_PROFILE, str(err))
+    try:
+        plans = strategy_plans(model, delta, policy)
+    except OptimalLimitError as err:
+        return st.degraded(Reason.PLANNING_FAILED, str(err))
     plan = plans[policy.strategy]
     st.healthy()
-    st.data["lastPlan"] = plan_summary(plan, plans, st.now, seen.budget, start)
-    st.data["observed"] = {
-        "throughput": round(measured.throughput, 3),
-        "window": policy.spec.metrics.window,
-        "at": cond.timestamp(st.now),
-    }
+    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
+    st.status.observed = Observed(
+        throughput=round(measured.throughput, 3), window=policy.spec.metrics.window, at=timestamp(st.now)
+    )
     if plan.unallocated:
         st.set(
-            cond.SCALING_LIMITED,
+            SCALING_LIMITED,
             True,
-            "UnitsUnallocated",
+            Reason.UNITS_UNALLOCATED,
             f"{plan.unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)",
         )
     else:
-        st.set(cond.SCALING_LIMITED, False, "WithinLimits", "Every unit of the budget is used")
+        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, "Every unit of the budget is used")
     if policy.mode is Mode.RECOMMEND:
-        st.set(cond.PROGRESSING, False, "Recommended", "Recommend mode: the plan is in status.lastPlan only")
-        st.set(cond.READY, True, "Recommended", f"Plan for budget {seen.budget} recommended, not applied")
-        return Outcome(st.data)
+        st.set(PROGRESSING, False, Reason.RECOMMENDED, "Recommend mode: the plan is in status.lastPlan only")
+        st.set(READY, True, Reason.RECOMMENDED, f"Plan for budget {seen.budget} recommended, not applied")
+        return Outcome(st.status)
     target = {cid: start[cid] + plan.allocation.get(cid, 0) for cid in start}
-    st.data["pending"] = {
-        "budget": seen.budget,
-        "units": target,
-        "replicas": replicas_for(target, policy.spec.workers.slots_per_pod),
-        "since": cond.timestamp(st.now),
-    }
-    try:  # intent first: a crash from here on resumes this very plan
-        ports.status.save(
-            resource.namespace,
-            resource.name,
-            {"pending": st.data["pending"], "lastPlan": st.data["lastPlan"]},
-        )
+    st.status.pending = PendingApply(
+        budget=seen.budget,
+        units=target,
+        replicas=replicas_for(target, policy.spec.workers.slots_per_pod),
+        since=timestamp(st.now),
+    )
+    try:  # intent first: a crash from here on resumes this very plan (baseline and autoscaler too)
+        ports.status.save(resource.namespace, resource.name, st.status)
     except UnavailableError as err:
-        return st.degraded("KubernetesUnavailable", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.KUBERNETES_UNAVAILABLE, str(err))
+    except RefusedError as err:
+        return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
     return _apply(seen, target)
 
 
 def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
     """Make it so: replicas, then one rebalance, then verify (on a later pass if Storm is busy)."""
-    resource, policy, st, ports, workers, storm = (
-        seen.resource,
-        seen.policy,
-        seen.st,
-        seen.ports,
-        seen.workers,
-        seen.storm,
-    )
-    spec = policy.spec
+    resource, spec, st, ports = seen.resource, seen.policy.spec, seen.st, seen.ports
+    workers, storm = seen.workers, seen.storm
     replicas = replicas_for(target, spec.workers.slots_per_pod)
     st.healthy()
     try:
         if workers.replicas != replicas:
             ports.deployments.scale(resource.namespace, spec.workers.deployment, replicas)
         if storm.status == "REBALANCING":
-            return _progressing(st, "Rebalancing", "Storm is rebalancing the topology")
+            return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
         if dict(storm.executors) != target:
             ports.nimbus.rebalance(spec.topology_name, target, sum(target.values()), REBALANCE_WAIT_SECS)
-            return _progressing(st, "RebalanceRequested", f"Rebalance to {_units_text(target)} requested")
+            return _progressing(
+                st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested"
+            )
     except RefusedError as err:
-        st.data.pop("pending", None)
-        return st.degraded("ApplyRefused", str(err), None)
+        st.status.pending = None
+        return st.degraded(Reason.APPLY_REFUSED, str(err))
     except UnavailableError as err:
-        return st.degraded("ApplyUnavailable", str(err), RETRY_WAITING_S)
+        return st.degraded(Reason.APPLY_UNAVAILABLE, str(err))
     return _verified(st, seen.budget, target)
 
 
-def _progressing(st: _Status, reason: str, message: str) -> Outcome:
-    st.set(cond.PROGRESSING, True, reason, message)
-    st.set(cond.READY, False, reason, message)
-    return Outcome(st.data, RETRY_REBALANCE_S)
+def _progressing(st: _Book, reason: Reason, message: str) -> Outcome:
+    st.set(PROGRESSING, True, reason, message)
+    st.set(READY, False, reason, message)
+    return Outcome(st.status, RETRY_REBALANCE_S)
 
 
-def _verified(st: _Status, budget: int, target: dict[str, int]) -> Outcome:
+def _verified(st: _Book, budget: int, target: dict[str, int]) -> Outcome:
     """Storm runs the target executors: record the applied plan, announce it once."""
-    st.data["units"] = target
-    st.data["totalUnits"] = sum(target.values())
-    st.data["appliedBudget"] = budget
-    st.data.pop("pending", None)
-    plan = st.data.get("lastPlan", {})
-    predicted = plan.get("predicted", {})
+    st.status.units = target
+    st.status.total_units = sum(target.values())
+    st.status.applied_budget = budget
+    st.status.pending = None
     message = f"Applied budget {budget}: {_units_text(target)}"
-    if predicted:
-        before, after = predicted["before"], predicted["after"]
-        message += f"; predicted {before:.0f} → {after:.0f} tuples/s ({plan.get('chosen')})"
-    st.events.append(("Normal", "ScalingApplied", message))
-    st.set(cond.PROGRESSING, False, "Applied", message)
-    st.set(cond.READY, True, "Applied", message)
-    return Outcome(st.data)
+    plan = st.status.last_plan
+    if plan is not None:
+        before, after = plan.predicted.before, plan.predicted.after
+        message += f"; predicted {before:.0f} → {after:.0f} tuples/s ({plan.chosen})"
+    st.events.append(("Normal", Reason.SCALING_APPLIED, message))
+    st.set(PROGRESSING, False, Reason.APPLIED, message)
+    st.set(READY, True, Reason.APPLIED, message)
+    return Outcome(st.status)
 
 
 def _units_text(units: Mapping[str, int]) -> str:

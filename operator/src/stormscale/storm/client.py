@@ -41,10 +41,12 @@ from stormscale.storm.stats import check_rebalance, tasks_per_component
 
 DEFAULT_TIMEOUT_S = 10.0
 #: What a garbled or hostile answer raises while it is decoded (thriftpy2's C decoder raises its own
-#: ``ProtocolError``; a huge frame header, ``MemoryError``): a bad response, not a crash.
+#: ``ProtocolError``, or ``SystemError`` for a negative length; a huge frame header, ``MemoryError``):
+#: a bad response, not a crash.
 MALFORMED: tuple[type[BaseException], ...] = (
     cybin.ProtocolError,  # type: ignore[attr-defined]  # a Cython module without stubs
     MemoryError,
+    SystemError,
     ValueError,
     struct.error,
 )

@@ -1,6 +1,8 @@
-"""``stormscale plan PROFILE --budget N``: the planner from the command line.
+"""The planner from the command line.
 
-Exit status 0 for a plan, 2 for invalid input (one line on stderr naming the problem).
+``stormscale plan PROFILE --budget N``, ``stormscale size PROFILE --target-rate R`` and
+``stormscale place PLAN_OR_PROFILE --slots-per-pod K``. Exit status 0 for an answer, 2 for invalid
+input (one line on stderr naming the problem).
 """
 
 from __future__ import annotations
@@ -10,13 +12,32 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 from stormscale.planner.flow import FlowModel
+from stormscale.planner.model import Topology
 from stormscale.planner.optimal import OptimalLimitError
+from stormscale.planner.placement.model import PlacementError
+from stormscale.planner.placement.pdeployer import InfeasibleTaskError
+from stormscale.planner.placement.shukla import MappingError
+from stormscale.planner.placement.strategies import PlacementStrategy, place, place_all
 from stormscale.planner.planning import Strategy, compare_strategies, make_plan
-from stormscale.planner.profile import ProfileError, load_profile
+from stormscale.planner.profile import ProfileError, load_profile, parse_profile, profile_document
 from stormscale.planner.render import plan_report
+from stormscale.planner.render_sizing import place_report, size_report
+from stormscale.planner.sizing.exact import TargetRateError, offered_rate
+from stormscale.planner.sizing.performance import Allocator
+from stormscale.planner.sizing.strategies import (
+    ONE_SLOT_PER_POD,
+    SizingError,
+    SizingStrategy,
+    feasible_rates,
+    parse_sizing_plan,
+    size,
+    size_all,
+    sizing_plan,
+)
 
 EXIT_INVALID = 2
 
@@ -38,6 +59,13 @@ def _positive_seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
+
+
+def _rate(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a rate in tuples/s: {text!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,12 +99,48 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds for the exact optimum (default 30)",
     )
+    sizer = commands.add_parser(
+        "size",
+        help="size a topology for a target input rate (units, CPU, memory, pods)",
+        description="Units per component, CPU, memory and pods that sustain a target input rate.",
+    )
+    sizer.add_argument("profile", help="topology profile (JSON, docs/formats/profile.md)")
+    sizer.add_argument("--target-rate", type=_rate, required=True, help="tuples/s the sources offer")
+    sizer.add_argument(
+        "--strategy",
+        choices=[s.value for s in SizingStrategy],
+        default=SizingStrategy.EXACT.value,
+        help="default: exact",
+    )
+    sizer.add_argument("--slots-per-pod", type=int, default=1, help="worker slots per pod (default 1)")
+    sizer.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
+    placer = commands.add_parser(
+        "place",
+        help="place executors on worker slots and pods",
+        description="Which executors share a worker slot and a pod, for a sizing plan or a profile.",
+    )
+    placer.add_argument("source", help="a sizing plan (stormscale size --output json) or a profile")
+    placer.add_argument("--slots-per-pod", type=int, required=True, help="worker slots per pod")
+    placer.add_argument(
+        "--strategy",
+        choices=[s.value for s in PlacementStrategy],
+        default=PlacementStrategy.SAM.value,
+        help="default: sam",
+    )
+    placer.add_argument(
+        "--target-rate", type=_rate, help="tuples/s the sources offer (a profile only; default: today's)"
+    )
+    placer.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
     return parser
 
 
 def run(argv: Sequence[str]) -> str:
-    """Run the CLI and return what it prints; raises ProfileError, UsageError or OptimalLimitError."""
+    """Run the CLI and return what it prints; raises one of :data:`INVALID` for bad input."""
     args = build_parser().parse_args(argv)
+    if args.command == "size":
+        return run_size(args)
+    if args.command == "place":
+        return run_place(args)
     topology = load_profile(args.profile)
     strategy = Strategy(args.strategy)
     model = FlowModel(args.flow_model)
@@ -87,17 +151,85 @@ def run(argv: Sequence[str]) -> str:
     return plan_report(topology, plans, strategy)
 
 
+def run_size(args: argparse.Namespace) -> str:
+    topology = load_profile(args.profile)
+    strategy = SizingStrategy(args.strategy)
+    if strategy is SizingStrategy.PDEPLOYER and args.slots_per_pod != 1:
+        raise SizingError(ONE_SLOT_PER_POD)
+    if args.output == "json":
+        chosen = size(topology, args.target_rate, strategy, args.slots_per_pod)
+        exact = size(topology, args.target_rate, SizingStrategy.EXACT, args.slots_per_pod)
+        return json.dumps(sizing_plan(chosen, topology, profile_document(topology), exact), indent=2)
+    sizings = size_all(topology, args.target_rate, args.slots_per_pod)
+    demands = feasible_rates(topology, args.target_rate).arrivals
+    return size_report(topology, sizings, strategy, demands)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ProfileError(f"{path}: cannot read ({err.strerror or err})") from None
+    except json.JSONDecodeError as err:
+        raise ProfileError(
+            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from None
+
+
+def placement_input(document: Any, target_rate: float | None) -> tuple[Topology, float, Allocator]:
+    """A sizing plan (``formatVersion`` 2) or a profile: the topology, Ω and the allocator to map."""
+    if not (isinstance(document, dict) and "formatVersion" in document):
+        topology = parse_profile(document)
+        return topology, offered_rate(topology) if target_rate is None else target_rate, Allocator.MBA
+    plan = parse_sizing_plan(document)
+    if target_rate is not None and target_rate != plan.target_rate:
+        raise SizingError(
+            f"--target-rate: the plan is sized for {plan.target_rate:g} tuples/s; size it again"
+        )
+    sized = size(plan.topology, plan.target_rate, plan.strategy).units
+    if sized != plan.units:
+        raise SizingError(
+            f"units: differ from a {plan.strategy.value} sizing of the plan's profile; size it again"
+        )
+    allocator = Allocator.LSA if plan.strategy is SizingStrategy.LSA else Allocator.MBA
+    return plan.topology, plan.target_rate, allocator
+
+
+def run_place(args: argparse.Namespace) -> str:
+    topology, target_rate, allocator = placement_input(_read_json(args.source), args.target_rate)
+    strategy = PlacementStrategy(args.strategy)
+    result = place(topology, target_rate, strategy, args.slots_per_pod, allocator)
+    if args.output == "json":
+        return json.dumps(result.to_json(), indent=2)
+    results = place_all(topology, target_rate, args.slots_per_pod, allocator)
+    results[strategy] = result
+    exact_pods = size(topology, target_rate, SizingStrategy.EXACT, args.slots_per_pod).pods
+    assert exact_pods is not None
+    return place_report(topology, target_rate, results, strategy, exact_pods)
+
+
+INVALID = (
+    ProfileError,
+    OptimalLimitError,
+    SizingError,
+    TargetRateError,
+    PlacementError,
+    MappingError,
+    InfeasibleTaskError,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(run(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:  # e.g. `stormscale plan … | head`: the reader left, nothing is wrong
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
         return 0
-    except (ProfileError, OptimalLimitError) as err:
+    except INVALID as err:
         print(f"stormscale: {err}", file=sys.stderr)
         return EXIT_INVALID
     except UsageError as err:
-        print(f"stormscale: {err} (see stormscale plan --help)", file=sys.stderr)
+        print(f"stormscale: {err} (see stormscale --help)", file=sys.stderr)
         return EXIT_INVALID
     return 0
 

@@ -29,6 +29,8 @@ class Component:
     ``capacity_per_unit`` is meaningful for bolts, ``output_per_unit`` for spouts (the other is 0).
     ``max_units`` is ``None`` for unbounded. ``min_units`` is the floor for scale-in: a running
     component keeps one unit, and a spout whose profile gives no ``maxUnits`` is fixed.
+    ``memory_per_unit`` is the memory one saturated unit holds, as a fraction of a slot's (0 when the
+    profile does not say; a Stormscale extension of the format used by sizing and placement).
     """
 
     id: str
@@ -41,6 +43,7 @@ class Component:
     max_units: int | None = None
     children: tuple[tuple[str, float], ...] = ()
     min_units: int = 0
+    memory_per_unit: float = 0.0
 
     @property
     def is_spout(self) -> bool:

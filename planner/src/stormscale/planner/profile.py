@@ -77,6 +77,7 @@ def _parse_component(path: str, item: Any) -> Component:
             max_units=max_units,
             children=children,
             min_units=units if "maxUnits" not in item else min(units, 1),
+            memory_per_unit=_rate(item, "memoryPerUnit", path, default=0.0),
         )
     capacity = _rate(item, "capacityPerUnit", path, required=True)
     if capacity <= 0:
@@ -91,6 +92,7 @@ def _parse_component(path: str, item: Any) -> Component:
         max_units=max_units,
         children=children,
         min_units=min(units, 1),
+        memory_per_unit=_rate(item, "memoryPerUnit", path, default=0.0),
     )
 
 
@@ -196,3 +198,32 @@ def _check_acyclic(topology: Topology) -> None:
         path.append(parent)
     names = " → ".join(topology.components[i].id for i in cycle)
     raise ProfileError(f"components[{cycle[0]}].children: cycle {names}")
+
+
+def profile_document(topology: Topology) -> dict[str, Any]:
+    """The profile as the format's JSON object; ``parse_profile(profile_document(t)) == t``.
+
+    ``maxUnits`` is written only where leaving it out would mean something else (a spout absent it
+    is fixed at its units, a bolt absent it is unbounded).
+    """
+    return {"topology": topology.name, "components": [_component_document(c) for c in topology.components]}
+
+
+def _component_document(c: Component) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": c.id, "kind": c.kind.value, "units": c.units}
+    if c.is_spout:
+        out["outputPerUnit"] = c.output_per_unit
+        if not (c.max_units == c.units and c.min_units == c.units):
+            out["maxUnits"] = c.max_units
+    else:
+        out["capacityPerUnit"] = c.capacity_per_unit
+        out["selectivity"] = c.selectivity
+        if c.external_input:
+            out["externalInput"] = c.external_input
+        if c.max_units is not None:
+            out["maxUnits"] = c.max_units
+    if c.memory_per_unit:
+        out["memoryPerUnit"] = c.memory_per_unit
+    if c.children:
+        out["children"] = dict(c.children)
+    return out

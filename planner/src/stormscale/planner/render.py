@@ -10,7 +10,7 @@ from stormscale.planner.model import Topology, add_allocation
 from stormscale.planner.planning import Plan, Strategy
 
 
-def _rate(x: float) -> str:
+def format_rate(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:,.1f}"
 
 
@@ -24,7 +24,7 @@ def _note(plan: Plan) -> str:
     if plan.optimality is not None:
         if plan.optimality.proven:
             return "proven optimum"
-        return f"time limit: Θ ≤ {_rate(plan.optimality.bound)}"
+        return f"time limit: Θ ≤ {format_rate(plan.optimality.bound)}"
     return ""
 
 
@@ -36,14 +36,14 @@ def strategies_table(plans: Mapping[Strategy, Plan], chosen: Strategy) -> list[s
             "*" if s is chosen else "",
             s.value,
             _allocation(p.allocation),
-            _rate(p.after),
+            format_rate(p.after),
             f"{p.gain:+,.1f}",
             str(p.unallocated),
             _note(p),
         ]
         for s, p in plans.items()
     ]
-    return _grid(header, rows, right={3, 4, 5})
+    return grid(header, rows, right={3, 4, 5})
 
 
 def components_table(topology: Topology, plan: Plan) -> list[str]:
@@ -55,12 +55,12 @@ def components_table(topology: Topology, plan: Plan) -> list[str]:
     lost = "dropped" if plan.flow_model is FlowModel.DROP else "throttled"
     header = ["component", "kind", "units", "input", "processed", "output", lost, "congested"]
     rows = [_component_row(topology, b, a) for b, a in zip(before, after, strict=True)]
-    return _grid(header, rows, right={2, 3, 4, 5, 6})
+    return grid(header, rows, right={2, 3, 4, 5, 6})
 
 
 def _component_row(topology: Topology, b: ComponentFlow, a: ComponentFlow) -> list[str]:
     def pair(x: float, y: float) -> str:
-        return _rate(x) if abs(x - y) < 1e-9 else f"{_rate(x)} → {_rate(y)}"
+        return format_rate(x) if abs(x - y) < 1e-9 else f"{format_rate(x)} → {format_rate(y)}"
 
     def flag(c: ComponentFlow) -> str:
         return "yes" if c.congested else "no"
@@ -80,7 +80,7 @@ def _component_row(topology: Topology, b: ComponentFlow, a: ComponentFlow) -> li
     ]
 
 
-def _grid(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+def grid(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -98,7 +98,7 @@ def plan_report(topology: Topology, plans: Mapping[Strategy, Plan], chosen: Stra
     plan = plans[chosen]
     title = (
         f"{topology.name or 'topology'} · flow model {plan.flow_model.value} · budget {plan.budget:+d} · "
-        f"Θ before {_rate(plan.before)} tuples/s"
+        f"Θ before {format_rate(plan.before)} tuples/s"
     )
     lines = [title, "", "Predicted throughput by strategy (* = this plan):"]
     lines += ["  " + x for x in strategies_table(plans, chosen)]

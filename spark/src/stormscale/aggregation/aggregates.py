@@ -14,11 +14,18 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Where a busy fraction came from, best first: the busy-seconds counter (exact over any interval),
-#: the execute-latency gauge (Storm's 10-minute mean, which lags a start or a rebalance) or Storm's
+#: Where a busy fraction came from, best first: the pod's CPU over its limit (where one component
+#: runs per pod; it does not depend on where a tuple waits), the busy-seconds counter (exact over any
+#: interval, but a multilang bolt's execute time is only the hand-off into its pipe), the
+#: execute-latency gauge (Storm's 10-minute mean, which lags a start or a rebalance) or Storm's
 #: 10-minute capacity gauge. A component records the worst source any of its intervals used.
-BUSY_COUNTER, BUSY_LATENCY, BUSY_GAUGE = 2, 1, 0
-BUSY_SOURCES = {BUSY_COUNTER: "busy-counter", BUSY_LATENCY: "execute-latency", BUSY_GAUGE: "capacity-gauge"}
+BUSY_CPU, BUSY_COUNTER, BUSY_LATENCY, BUSY_GAUGE = 3, 2, 1, 0
+BUSY_SOURCES = {
+    BUSY_CPU: "pod-cpu",
+    BUSY_COUNTER: "busy-counter",
+    BUSY_LATENCY: "execute-latency",
+    BUSY_GAUGE: "capacity-gauge",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +49,9 @@ class ComponentStats:
     """Window estimates of one component (rates in tuples/s over the steady window).
 
     ``*_n`` are the per-interval sample counts and ``*_cv`` the relative spreads (standard deviation
-    over mean) of the per-interval values of the same quantity.
+    over mean) of the per-interval values of the same quantity. ``busy_*`` are the busy fractions
+    the capacity rests on (the pod's CPU where an executor has it, else Storm's), ``storm_busy_*``
+    Storm's alone.
     """
 
     topology: str
@@ -56,6 +65,10 @@ class ComponentStats:
     busy_max: float | None
     busy_mean: float | None
     busy_source: int
+    #: Storm's own busy time (counter, latency or gauge) beside the pod's CPU: the busiest executor's
+    #: fraction and its worst source, for the profile's comparison of the two.
+    storm_busy_max: float | None
+    storm_busy_source: int
     rate_n: int
     rate_cv: float | None
     selectivity_n: int

@@ -42,6 +42,64 @@ def busy_from_counter(busy_seconds: X, seconds: X) -> X:
     return busy_seconds / seconds  # type: ignore[operator, no-any-return]
 
 
+def busy_from_cpu(cpu_seconds: X, seconds: X, limit_cores: X) -> X:
+    """Busy fraction of one executor over an interval from its pod's CPU (source ``pod-cpu``)::
+
+    b = Δcpu_seconds / dt / limit_cores
+
+    ``Δcpu_seconds`` is the increase of the CPU the pod's container used (cAdvisor's
+    ``container_cpu_usage_seconds_total``) and ``limit_cores`` its CPU limit: a unit is busy when its
+    container uses its whole quota. Both are the executor's share when k executors of one component
+    share a pod (each /k), so ``b`` is the pod's busy fraction. It counts everything the container
+    runs for the component (a multilang subprocess, the worker's own threads), and does not depend
+    on where a tuple waits, which Storm's execute latency does.
+    """
+    return cpu_seconds / seconds / limit_cores  # type: ignore[operator, no-any-return]
+
+
+def busy_disagrees(busy_cpu: float, busy_storm: float) -> bool:
+    """Whether the pod's CPU and Storm's own busy time tell different stories about a component::
+
+    |b_cpu − b_storm| > DISAGREE_ABSOLUTE  and  |b_cpu − b_storm| / max(b_cpu, b_storm) > DISAGREE_RELATIVE
+
+    ``b`` are the busiest executors' fractions. The absolute floor (0.15 of a unit) leaves room for
+    what the container runs besides ``execute`` (the worker's JVM, its transfer and acker threads, a
+    multilang process's serialisation), which puts the CPU's figure above Storm's on any bolt; the
+    relative floor (25 %, i.e. capacities more than 4/3 apart) keeps two readings of a saturated bolt
+    (0.8 against 1.0) from being flagged. What is left is the case that matters: a bolt Storm reads
+    as nearly idle while its pod works (a multilang bolt's hand-off latency), whose capacity from
+    Storm would be several times too high.
+    """
+    gap = abs(busy_cpu - busy_storm)
+    larger = max(busy_cpu, busy_storm)
+    return gap > DISAGREE_ABSOLUTE and larger > 0 and gap / larger > DISAGREE_RELATIVE
+
+
+#: :func:`busy_disagrees`'s thresholds: a gap of more than 0.15 of a unit ...
+DISAGREE_ABSOLUTE = 0.15
+#: ... and of more than 25 % of the larger busy fraction.
+DISAGREE_RELATIVE = 0.25
+
+
+def span_rate(increase_in_span: X, seconds_in_span: X) -> X:
+    """Window rate of a counter over whole periods of its own updates::
+
+        r = Σ_{t1 < t ≤ t2} Δ / Σ_{t1 < t ≤ t2} dt
+
+    ``t1`` and ``t2`` are the first and last interval ends in the window at which the counter moved
+    (Δ > 0); with fewer than two such moves, every interval counts (``r = ΣΔ / Σdt``). Storm's
+    counters move at heartbeats (``executor.metrics.frequency.secs``, 60 s by default), each
+    executor's at its own time, while scrapes come every few seconds: over a window that is not a
+    whole number of heartbeats, ``ΣΔ / Σdt`` counts one heartbeat more or less of one counter than
+    of another (emitted against executed, a child's executed against its parent's emitted, counts
+    against the kubelet's CPU), up to one period over the window (a third over a 3-minute window).
+    Between two of its own moves a counter holds exactly the counts of that time, so ratios of rates
+    (selectivity, edge fractions, capacity) no longer depend on how the heartbeats fall. The
+    conditionals (which intervals are in the span) are spelled per backend.
+    """
+    return increase_in_span / seconds_in_span  # type: ignore[operator, no-any-return]
+
+
 def busy_fraction(executed: X, latency_ms: X, seconds: X) -> X:
     """Busy fraction of one executor over an interval (Storm's ``capacity``, over our own window)::
 

@@ -21,6 +21,7 @@ import pyarrow.dataset as pds
 from stormscale.aggregation import formulas
 from stormscale.aggregation.aggregates import (
     BUSY_COUNTER,
+    BUSY_CPU,
     BUSY_GAUGE,
     BUSY_LATENCY,
     Aggregates,
@@ -37,6 +38,8 @@ from stormscale.samples.names import (
     BUSY,
     CAPACITY,
     COUNTERS,
+    CPU_LIMIT,
+    CPU_SECONDS,
     EMITTED,
     EXECUTE_LATENCY,
     EXECUTED,
@@ -180,16 +183,19 @@ def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
 
     inc, value = stepped.increase, stepped.value
     data = ~c.starts_with("stream", system_prefix)
+    data_source = ~c.starts_with("source", system_prefix)
     change = stepped.reset | (c.mask("metric", TOPOLOGY_GAUGES) & stepped.changed)
     columns: dict[str, Any] = {k: c.codes[k] for k in ("topology", "component", "executor", "source")}
     columns["ts"] = stepped.ts
     columns["start"] = _nullable(stepped.prev_ts)
     columns["dt"] = _nullable(stepped.dt, np.isfinite(inc))
-    columns["executed"] = _nullable(inc, m == code(EXECUTED))
+    columns["executed"] = _nullable(inc, (m == code(EXECUTED)) & data & data_source)
     columns["emitted"] = _nullable(inc, (m == code(EMITTED)) & data)
     columns["offered"] = _nullable(inc, m == code(OFFERED))
     columns["busy_s"] = _nullable(inc, m == code(BUSY))
+    columns["cpu_s"] = _nullable(inc, m == code(CPU_SECONDS))
     gauges = (
+        ("cpu_limit", CPU_LIMIT),
         ("latency_ms", EXECUTE_LATENCY),
         ("capacity", CAPACITY),
         ("executors", EXECUTORS),
@@ -200,7 +206,7 @@ def source_intervals(stepped: Stepped, system_prefix: str) -> pa.Table:
     columns["change"] = change.astype(np.int64)
     columns["dup"] = (stepped.dt == 0).astype(np.int64)
     aggs = [("start", "min", "start"), ("dt", "max", "dt")]
-    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered", "busy_s")]
+    aggs += [(n, "sum", n) for n in ("executed", "emitted", "offered", "busy_s", "cpu_s")]
     aggs += [(n, "max", n) for n, _ in gauges]
     aggs += [("change", "max", "change"), ("dup", "sum", "duplicates")]
     return _group(columns, ["topology", "component", "executor", "source", "ts"], aggs)
@@ -229,22 +235,49 @@ def steady(intervals: pa.Table, windows: pa.Table) -> pa.Table:
 
 def executor_intervals(steady_rows: pa.Table) -> pa.Table:
     """See :func:`stormscale.aggregation.spark.estimators.executor_intervals`."""
-    sums = ("executed", "emitted", "offered", "busy_s")
-    gauges = ("latency_ms", "capacity", "executors", "tasks")
+    sums = ("executed", "emitted", "offered", "busy_s", "cpu_s")
+    gauges = ("cpu_limit", "latency_ms", "capacity", "executors", "tasks")
     columns = {k: steady_rows[k] for k in ("topology", "component", "executor", "ts", "dt", *sums, *gauges)}
     aggs = [("dt", "max", "dt")] + [(n, "sum", n) for n in sums] + [(n, "max", n) for n in gauges]
     out = _group(columns, ["topology", "component", "executor", "ts"], aggs)
     dt, busy_s = _np(out, "dt"), _np(out, "busy_s")
     executed, latency = _np(out, "executed"), _np(out, "latency_ms")
+    cpu_s, cpu_limit = _np(out, "cpu_s"), _np(out, "cpu_limit")
+    from_cpu = np.isfinite(cpu_s) & (np.nan_to_num(cpu_limit) > 0)
     from_counter = np.isfinite(busy_s)
     from_latency = np.isfinite(executed) & np.isfinite(latency)
-    busy = np.where(
+    storm_busy = np.where(
         from_counter,
         formulas.busy_from_counter(busy_s, dt),
         np.where(from_latency, formulas.busy_fraction(executed, latency, dt), _np(out, "capacity")),
     )
-    source = np.where(from_counter, BUSY_COUNTER, np.where(from_latency, BUSY_LATENCY, BUSY_GAUGE))
-    return out.append_column("busy", _nullable(busy)).append_column("busy_source", pa.array(source))
+    storm_source = np.where(from_counter, BUSY_COUNTER, np.where(from_latency, BUSY_LATENCY, BUSY_GAUGE))
+    busy = np.where(from_cpu, formulas.busy_from_cpu(cpu_s, dt, cpu_limit), storm_busy)
+    source = np.where(from_cpu, BUSY_CPU, storm_source)
+    return (
+        out.append_column("storm_busy", _nullable(storm_busy))
+        .append_column("storm_busy_source", pa.array(storm_source))
+        .append_column("busy", _nullable(busy))
+        .append_column("busy_source", pa.array(source))
+    )
+
+
+def in_span(keys: Sequence[I64], ts: F64, x: F64) -> B:
+    """See :func:`stormscale.aggregation.spark.estimators.in_span`: per group of ``keys`` (integer
+    codes), whether each interval counts towards ``x``'s ``formulas.span_rate``."""
+    if not len(ts):
+        return np.zeros(0, dtype=np.bool_)
+    _, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
+    group = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    size = int(group.max(initial=-1)) + 1
+    moved = np.isfinite(x) & (np.nan_to_num(x) > 0)
+    first, last = np.full(size, np.inf), np.full(size, -np.inf)
+    np.minimum.at(first, group[moved], ts[moved])
+    np.maximum.at(last, group[moved], ts[moved])
+    two_moves = (first < last)[group]
+    inside = (ts > first[group]) & (ts <= last[group])
+    known: B = np.isfinite(x) & (~two_moves | inside)
+    return known
 
 
 def _safe_div(a: F64, b: F64) -> F64:
@@ -254,38 +287,44 @@ def _safe_div(a: F64, b: F64) -> F64:
 
 
 def executor_window(intervals: pa.Table) -> pa.Table:
-    """Window rates and busy fraction per executor (as in the Spark job)."""
-    dt, busy = _np(intervals, "dt"), _np(intervals, "busy")
-    columns: dict[str, Any] = {
-        k: intervals[k]
-        for k in ("topology", "component", "executor", "executed", "emitted", "offered", "dt", "ts")
-    }
-    columns["busy_dt"] = _nullable(busy * dt)
-    columns["dt_busy"] = _nullable(dt, np.isfinite(busy))
-    columns["busy_source"] = _nullable(
-        intervals["busy_source"].to_numpy(zero_copy_only=False).astype(np.float64), np.isfinite(busy)
-    )
+    """Window rates and busy fractions per executor, each over whole periods of its own updates (as
+    in the Spark job)."""
+    dt, ts = _np(intervals, "dt"), _np(intervals, "ts")
+    keys = [
+        intervals[k].to_numpy(zero_copy_only=False).astype(np.int64)
+        for k in ("topology", "component", "executor")
+    ]
+    columns: dict[str, Any] = {k: intervals[k] for k in ("topology", "component", "executor")}
+    values = {n: _np(intervals, n) for n in ("executed", "emitted", "offered")}
+    values |= {n: _np(intervals, n) * dt for n in ("busy", "storm_busy")}  # busy seconds
+    for name, x in values.items():
+        keep = in_span(keys, ts, x)
+        columns[f"{name}_x"] = _nullable(x, keep)
+        columns[f"{name}_dt"] = _nullable(dt, keep)
+    for name in ("busy", "storm_busy"):
+        sources = intervals[f"{name}_source"].to_numpy(zero_copy_only=False).astype(np.float64)
+        columns[f"{name}_source"] = _nullable(sources, np.isfinite(_np(intervals, name)))
     columns["executors"], columns["tasks"] = intervals["executors"], intervals["tasks"]
-    sums = [(n, "sum", n) for n in ("executed", "emitted", "offered", "dt", "busy_dt", "dt_busy")]
+    sums = [(f"{n}_{s}", "sum", f"{n}_{s}") for n in values for s in ("x", "dt")]
     out = _group(
         columns,
         ["topology", "component", "executor"],
         [
             *sums,
             ("busy_source", "min", "busy_source"),
+            ("storm_busy_source", "min", "storm_busy_source"),
             ("executors", "max", "units"),
             ("tasks", "max", "tasks"),
         ],
     )
-    seconds = _np(out, "dt")
     rates = {
-        f"{n}_rate": _nullable(_safe_div(_np(out, n), seconds)) for n in ("executed", "emitted", "offered")
+        (f"{n}_rate" if n not in ("busy", "storm_busy") else n): _nullable(
+            formulas.span_rate(_np(out, f"{n}_x"), _np(out, f"{n}_dt"))
+        )
+        for n in values
     }
-    busy_w = _safe_div(_np(out, "busy_dt"), _np(out, "dt_busy"))
-    result = pa.table(
-        {k: out[k] for k in ("topology", "component", "executor", "units", "tasks", "busy_source")} | rates
-    )
-    return result.append_column("busy", _nullable(busy_w))
+    kept = ("topology", "component", "executor", "units", "tasks", "busy_source", "storm_busy_source")
+    return pa.table({k: out[k] for k in kept} | rates)
 
 
 def component_window(executors: pa.Table, empty_executor: int) -> pa.Table:
@@ -300,6 +339,8 @@ def component_window(executors: pa.Table, empty_executor: int) -> pa.Table:
         ("busy", "max", "busy_max"),
         ("busy", "mean", "busy_mean"),
         ("busy_source", "min", "busy_source"),
+        ("storm_busy", "max", "storm_busy_max"),
+        ("storm_busy_source", "min", "storm_busy_source"),
     ]
     return _group(columns, ["topology", "component"], aggs)
 
@@ -360,13 +401,18 @@ def component_spreads(per_interval: pa.Table) -> dict[tuple[int, int], dict[str,
 def edges(steady_rows: pa.Table, c: Codes, per_interval: pa.Table) -> list[dict[str, Any]]:
     """``edge_window``, ``edge_intervals`` and ``edge_stats`` of the Spark job."""
     empty_source = c.names["source"].index("") if "" in c.names["source"] else -1
-    rows = steady_rows.filter(pa.array(steady_rows["source"].to_numpy() != empty_source))
+    edge_rows = (steady_rows["source"].to_numpy() != empty_source) & np.isfinite(_np(steady_rows, "executed"))
+    rows = steady_rows.filter(pa.array(edge_rows))
+    partition = ("topology", "component", "executor", "source")
+    executed, dt = _np(rows, "executed"), _np(rows, "dt")
+    keys = [rows[k].to_numpy(zero_copy_only=False).astype(np.int64) for k in partition]
+    keep = in_span(keys, _np(rows, "ts"), executed)
     per_executor = _group(
-        {k: rows[k] for k in ("topology", "component", "executor", "source", "executed", "dt")},
-        ["topology", "component", "executor", "source"],
+        {k: rows[k] for k in partition} | {"executed": _nullable(executed, keep), "dt": _nullable(dt, keep)},
+        list(partition),
         [("executed", "sum", "inc"), ("dt", "sum", "dt")],
     )
-    rates = _safe_div(_np(per_executor, "inc"), _np(per_executor, "dt"))
+    rates = formulas.span_rate(_np(per_executor, "inc"), _np(per_executor, "dt"))
     columns = {"topology": per_executor["topology"], "child": per_executor["component"]}
     window = _group(
         columns | {"source": per_executor["source"], "rate": rates},
@@ -444,8 +490,9 @@ def aggregate(table: pa.Table, params: Params) -> Aggregates:
     for r in window.to_pylist():
         name, comp = names["topology"][r["topology"]], names["component"][r["component"]]
         row = r | spreads.get((r["topology"], r["component"]), {}) | {"topology": name, "component": comp}
-        source = row["busy_source"]  # null: no executor had a busy fraction, as Spark's coalesce
-        row["busy_source"] = BUSY_GAUGE if source is None else round(source)
+        for column in ("busy_source", "storm_busy_source"):
+            source = row[column]  # null: no executor had a busy fraction, as Spark's coalesce
+            row[column] = BUSY_GAUGE if source is None else round(source)
         row = {
             **{
                 f"{n}_{s}": (0 if s == "n" else None)

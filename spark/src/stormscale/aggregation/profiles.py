@@ -18,6 +18,7 @@ from typing import Any
 from stormscale.aggregation import formulas
 from stormscale.aggregation.aggregates import (
     BUSY_COUNTER,
+    BUSY_CPU,
     BUSY_LATENCY,
     BUSY_SOURCES,
     Aggregates,
@@ -176,7 +177,8 @@ def _component(
         scale = _spout(where=where, stats=stats, units=units, entry=entry, conf=confidence, notes=notes)
     else:
         scale = _bolt(where=where, spec=spec, stats=stats, units=units, entry=entry, conf=confidence)
-        if stats.busy_source != BUSY_COUNTER:
+        _compare_busy(spec.id, stats, units, confidence["capacityPerUnit"], notes)
+        if stats.busy_source not in (BUSY_CPU, BUSY_COUNTER):
             gauge = "execute-latency" if stats.busy_source == BUSY_LATENCY else "capacity"
             notes.add(
                 f"{spec.id}: busy time from Storm's {gauge} gauge, not busy_seconds_total, in some or all "
@@ -255,6 +257,32 @@ def _bolt(
         return 1.0
     conf["selectivity"] = {**_spread(stats.selectivity_n, stats.selectivity_cv), "source": "measured"}
     return formulas.selectivity(emitted, executed)
+
+
+def _compare_busy(cid: str, stats: ComponentStats, units: int, conf: dict[str, Any], notes: _Notes) -> None:
+    """Where the capacity rests on the pod's CPU and Storm measured busy time too, record Storm's
+    figure beside it (``storm``) and whether the two disagree (``formulas.busy_disagrees``); a
+    disagreement adds a note. The CPU's figure is the one used: it does not depend on where a tuple
+    waits (a multilang bolt's execute latency is the hand-off into its pipe)."""
+    if stats.busy_source != BUSY_CPU or stats.storm_busy_max is None or stats.busy_max is None:
+        return
+    executed, storm = stats.executed_rate or 0.0, stats.storm_busy_max
+    storm_capacity = formulas.capacity_per_unit(executed, float(units), storm) if storm > 0 else None
+    disagree = formulas.busy_disagrees(stats.busy_max, storm)
+    conf["storm"] = {
+        "source": BUSY_SOURCES[stats.storm_busy_source],
+        "capacityPerUnit": _num(storm_capacity),
+        "busiest": _num(storm, 4),
+    }
+    conf["disagreement"] = disagree
+    if disagree:
+        cpu_capacity = formulas.capacity_per_unit(executed, float(units), stats.busy_max)
+        shown = "unbounded" if storm_capacity is None else f"{storm_capacity:.4g}/s"
+        notes.add(
+            f"{cid}: busiest executor {stats.busy_max:.3g} busy by its pod's CPU, {storm:.3g} by Storm's "
+            f"{BUSY_SOURCES[stats.storm_busy_source]}: capacity per unit {cpu_capacity:.4g}/s from the CPU "
+            f"(used), {shown} from Storm"
+        )
 
 
 def profiles(structures: Sequence[Structure], aggregates: Aggregates, params: Params) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from stormscale.samples.names import (
     BUSY,
     CAPACITY,
+    CPU_LIMIT,
+    CPU_SECONDS,
     EMITTED,
     EXECUTE_LATENCY,
     EXECUTED,
@@ -30,7 +32,19 @@ class AggregationError(ValueError):
 
 
 #: Metrics the estimators read; the others are ignored.
-USED = (EMITTED, EXECUTED, OFFERED, BUSY, CAPACITY, EXECUTE_LATENCY, EXECUTORS, TASKS, WORKERS)
+USED = (
+    EMITTED,
+    EXECUTED,
+    OFFERED,
+    BUSY,
+    CPU_SECONDS,
+    CPU_LIMIT,
+    CAPACITY,
+    EXECUTE_LATENCY,
+    EXECUTORS,
+    TASKS,
+    WORKERS,
+)
 #: Gauges whose change marks a rebalance (the steady window starts after the last one).
 TOPOLOGY_GAUGES = (EXECUTORS, WORKERS)
 

@@ -1,16 +1,18 @@
-"""Kubernetes adapters: the worker Deployment, HPAs that target it, and the resource's status."""
+"""Kubernetes adapters: the worker Deployment, HPAs that target it, its pods, and the resource's status."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from stormscale.operator.ports import RefusedError, StatusWriter, UnavailableError, Workers
+from stormscale.operator.ports import GoneError, RefusedError, UnavailableError, Workers
+from stormscale.operator.status import StormTopologyStatus, status_patch
+from stormscale.storm.samples import Pod
 
 FIELD_MANAGER = "stormscale"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
@@ -28,7 +30,9 @@ def millicores(quantity: str) -> int:
 
 def _raise(err: ApiException | urllib3.exceptions.HTTPError, what: str) -> NoReturn:
     """Map a client error to the ports' two kinds: retry later, or don't."""
-    if isinstance(err, ApiException) and err.status in {400, 403, 404, 409, 422}:
+    if isinstance(err, ApiException) and err.status == 404:
+        raise GoneError(f"{what}: {err.status} {err.reason}") from None
+    if isinstance(err, ApiException) and err.status in {400, 401, 403, 409, 422}:
         raise RefusedError(f"{what}: {err.status} {err.reason}") from None
     status = getattr(err, "status", None)
     raise UnavailableError(f"{what}: {status or type(err).__name__} {getattr(err, 'reason', err)}") from None
@@ -53,6 +57,66 @@ def workers_from(deployment: Mapping[str, Any], hpas: list[Mapping[str, Any]]) -
         cpu_limit_millicores=millicores(str(cpu)) if cpu else None,
         hpa=target,
     )
+
+
+def label_selector(selector: Mapping[str, Any]) -> str:
+    """A Deployment's ``spec.selector`` (matchLabels and matchExpressions) as a list call's
+    ``labelSelector`` string."""
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator in {"In", "NotIn"}:
+            terms.append(f"{key} {operator.lower()} ({','.join(values)})")
+        elif operator == "Exists":
+            terms.append(key)
+        elif operator == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)
+
+
+def pods_from(deployment: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Pod]:
+    """The worker pods (JSON objects) as the CPU join needs them: name, IP, and the container the
+    Deployment's template names first (the one whose CPU limit ``workers_from`` reads) with its limit."""
+    template = deployment["spec"]["template"]["spec"].get("containers") or [{}]
+    wanted = template[0].get("name")
+    out = []
+    for pod in pods:
+        containers = pod.get("spec", {}).get("containers") or []
+        container = next((c for c in containers if c.get("name") == wanted), None)
+        if container is None:
+            continue
+        cpu = (container.get("resources") or {}).get("limits", {}).get("cpu")
+        out.append(
+            Pod(
+                name=pod["metadata"]["name"],
+                ip=(pod.get("status") or {}).get("podIP"),
+                container=container["name"],
+                cpu_limit_cores=millicores(str(cpu)) / 1000 if cpu else None,
+            )
+        )
+    return sorted(out, key=lambda p: p.name)
+
+
+class KubePods:
+    """The worker Deployment's pods (``Pods`` of the profiler): its selector, then a list call."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
+        self._apps = client.AppsV1Api(api)
+        self._core = client.CoreV1Api(api)
+
+    def worker_pods(self, namespace: str, deployment: str) -> list[Pod]:
+        try:
+            found = self._api.sanitize_for_serialization(
+                self._apps.read_namespaced_deployment(deployment, namespace)
+            )
+            selector = label_selector(found["spec"].get("selector") or {})
+            pods = self._api.sanitize_for_serialization(
+                self._core.list_namespaced_pod(namespace, label_selector=selector)
+            )["items"]
+        except (ApiException, urllib3.exceptions.HTTPError) as err:
+            _raise(err, f"pods of Deployment {namespace}/{deployment}")
+        return pods_from(found, pods)
 
 
 class KubeDeployments:
@@ -96,56 +160,18 @@ class KubeDeployments:
             _raise(err, f"scale Deployment {namespace}/{name} to {replicas}")
 
 
-def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch (RFC 7386) from ``old`` to ``new`` status, at every depth: a merge patch
-    merges nested objects, so a key gone from a nested map (a component no longer in
-    ``lastPlan.allocation``, say) must be sent as ``None`` too, or it would stay behind."""
-    patch: dict[str, Any] = {k: None for k in old if k not in new and k != "kopf"}
-    for key, value in new.items():
-        before = old.get(key)
-        if isinstance(value, Mapping) and isinstance(before, Mapping):
-            patch[key] = status_patch(before, value)
-        else:
-            patch[key] = value
-    return patch
-
-
-class WrittenStatus:
-    """A ``StatusWriter`` that remembers what the stored status is after each of its saves.
-
-    Reconcile saves its intent (``pending``) in the middle of a pass; the final patch must be taken
-    against that, not against the status read at the start, or a key written mid-pass and dropped by
-    the end of the same pass (an apply that needed no change) would stay behind and be applied again.
-    """
-
-    def __init__(self, inner: StatusWriter, stored: Mapping[str, Any]) -> None:
-        self._inner = inner
-        self.stored: dict[str, Any] = dict(stored)
-
-    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
-        self._inner.save(namespace, name, status)
-        self.stored = merge_patched(self.stored, status)
-
-
-def merge_patched(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """``target`` after the JSON merge patch ``patch`` (RFC 7386): ``None`` deletes, objects merge."""
-    result = dict(target)
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, Mapping):
-            before = result.get(key)
-            result[key] = merge_patched(before if isinstance(before, Mapping) else {}, value)
-        else:
-            result[key] = value
-    return result
-
-
 class KubeStatus:
-    """``StatusWriter``: merge-patches the StormTopology's status subresource."""
+    """``StatusWriter`` on the StormTopology's status subresource.
+
+    It remembers each resource's status as last loaded or saved, and saves a new one as the JSON merge
+    patch between the two (:func:`~stormscale.operator.status.status_patch`): reconcile saves its
+    intent in the middle of a pass, and the end-of-pass save must be taken against that, or a key
+    written mid-pass and dropped by the end of the same pass would stay behind.
+    """
 
     def __init__(self, api: client.ApiClient) -> None:
         self._custom = client.CustomObjectsApi(api)
+        self._stored: dict[tuple[str, str], dict[str, Any]] = {}
 
     def load(self, namespace: str, name: str) -> dict[str, Any]:
         """The resource as the API server has it now (the watch's copy may lag our own writes)."""
@@ -155,9 +181,14 @@ class KubeStatus:
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"StormTopology {namespace}/{name}")
+        self._stored[namespace, name] = dict(found.get("status") or {})
         return found
 
-    def save(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+    def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
+        new = status.to_json()
+        patch = status_patch(self._stored.get((namespace, name), {}), new)
+        if not patch:
+            return
         try:
             self._custom.patch_namespaced_custom_object_status(  # type: ignore[call-arg]
                 GROUP,
@@ -165,8 +196,9 @@ class KubeStatus:
                 namespace,
                 PLURAL,
                 name,
-                {"status": dict(status)},
+                {"status": patch},
                 _content_type="application/merge-patch+json",
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"status of StormTopology {namespace}/{name}")
+        self._stored[namespace, name] = new

@@ -8,12 +8,22 @@ tasks from the running topology. Nothing is guessed: no samples, too few steady 
 unsteady window or a profile through which nothing flows (e.g. a spout whose stats froze while a bolt
 works off a backlog) raise :class:`~stormscale.operator.ports.StaleMetricsError`, which reconcile
 turns into ``Degraded`` and no action.
+
+Busy time from the unit's CPU (:class:`WorkerCpu`): the worker Deployment's pods from the API server
+(``Pods``, :class:`~stormscale.operator.adapters.kube.KubePods`), the executors' worker hosts from
+Nimbus (``Hosts``) and the pods' cAdvisor series from Prometheus (``PodCpuSeries``) are joined by
+:func:`~stormscale.storm.samples.cpu_samples` into ``cpu_seconds_total``/``cpu_limit_cores`` rows,
+which the aggregation prefers to Storm's busy time (source ``pod-cpu``). Failures of any of the three
+are the ports' two errors like every other; what the join cannot place (no cAdvisor series, a host
+that matches no pod, a pod shared by components) is not an error: those executors keep Storm's busy
+time, the profile says which source each component used, and the operator logs why.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import floor
 from typing import Any, Protocol
@@ -31,9 +41,11 @@ from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetric
 from stormscale.planner import FlowModel, ProfileError, parse_profile, throughput
 from stormscale.samples import Sample, table
 from stormscale.storm import NimbusClient
-from stormscale.storm.model import Kind, TopologyStructure
-from stormscale.storm.samples import SampleReader, Window
+from stormscale.storm.model import Executor, Kind, TopologyStructure
+from stormscale.storm.samples import Pod, PodCpu, SampleReader, Window, cpu_samples
 from stormscale.storm.stats import tasks_per_component
+
+LOG = logging.getLogger("stormscale.operator")
 
 
 class Samples(Protocol):
@@ -48,11 +60,30 @@ class Graphs(Protocol):
         """The topology's components, their children and task counts."""
 
 
+class Hosts(Protocol):
+    def executors(self, topology: str) -> Sequence[Executor]:
+        """The running executors, each with the worker host Nimbus reports for it."""
+
+
+class Pods(Protocol):
+    def worker_pods(self, namespace: str, deployment: str) -> Sequence[Pod]:
+        """The Deployment's pods: name, IP, worker container and its CPU limit."""
+
+
+class PodCpuSeries(Protocol):
+    def pod_cpu(self, namespace: str, pods: Sequence[Pod], window: Window) -> Mapping[str, PodCpu]:
+        """The pods' CPU usage and limit series over the window, by pod name."""
+
+
 @dataclass(frozen=True)
 class NimbusGraphs:
-    """Structures from Nimbus: the submitted graph (``getUserTopology``) and the running tasks."""
+    """Structures from Nimbus: the submitted graph (``getUserTopology``) and the running tasks; and
+    the executors' hosts (``Hosts``)."""
 
     client: NimbusClient
+
+    def executors(self, topology: str) -> Sequence[Executor]:
+        return mapped(lambda: self.client.topology_info(topology)).executors
 
     def structure(self, topology: str) -> Structure:
         summary = mapped(lambda: self.client.topology(topology))
@@ -87,23 +118,62 @@ def sink_throughput(structure: Structure, aggregates: Aggregates) -> float:
 
 
 @dataclass(frozen=True)
+class WorkerCpu:
+    """Where the worker pods' CPU comes from: the spec's worker Deployment (``namespace``/``deployment``),
+    its pods from the API server, the executors' hosts from Nimbus, the series from Prometheus."""
+
+    namespace: str
+    deployment: str
+    pods: Pods
+    hosts: Hosts
+    series: PodCpuSeries
+
+    def rows(self, topology: str, window: Window) -> list[Sample]:
+        """Per-executor CPU rows of the sample contract (none where the join cannot place them)."""
+        pods = self.pods.worker_pods(self.namespace, self.deployment)
+        if not pods:
+            return []
+        executors = self.hosts.executors(topology)
+        series = mapped(lambda: self.series.pod_cpu(self.namespace, pods, window))
+        joined = cpu_samples(topology, executors, pods, series)
+        where = f"[{self.namespace}/{self.deployment}] {topology}"
+        if joined.unmatched:
+            LOG.info(
+                "%s: worker hosts %s match no pod's IP or name (set storm.local.hostname to the pod IP): "
+                "their executors keep Storm's busy time",
+                where,
+                ", ".join(joined.unmatched),
+            )
+        for pod, components in joined.shared.items():
+            LOG.info("%s: pod %s runs %s: its CPU is nobody's alone", where, pod, ", ".join(components))
+        if joined.no_limit:
+            LOG.info("%s: pods without a CPU limit: %s", where, ", ".join(joined.no_limit))
+        return joined.rows
+
+
+@dataclass(frozen=True)
 class PrometheusProfiler:
-    """Measure one topology over the last ``window_s`` seconds at ``step_s`` resolution."""
+    """Measure one topology over the last ``window_s`` seconds at ``step_s`` resolution; with
+    ``cpu``, busy time from the worker pods' CPU where one component runs per pod."""
 
     samples: Samples
     graphs: Graphs
     step_s: float = 10.0
     settle_s: float = 120.0
     clock: Callable[[], float] = time.time
+    cpu: WorkerCpu | None = None
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         now = self.clock()
         step = max(1, floor(self.step_s))
         end = floor(now / step) * step
-        rows = mapped(lambda: self.samples.read(topology, Window(end - floor(window_s), end, step)))
+        window = mapped(lambda: Window(end - floor(window_s), end, step))
+        rows = mapped(lambda: self.samples.read(topology, window))
         if not rows:
             message = f"no samples of topology {topology!r} in Prometheus for the last {window_s:g}s"
             raise StaleMetricsError(message)
+        if self.cpu is not None:
+            rows += self.cpu.rows(topology, window)
         structure = self.graphs.structure(topology)
         document, aggregates = self._aggregate(topology, rows, structure)
         if not document["confidence"]["steady"]:
@@ -133,6 +203,16 @@ class PrometheusProfiler:
         return document, aggregates
 
 
-def prometheus_profiler(url: str, nimbus: NimbusClient, step_s: float, settle_s: float) -> PrometheusProfiler:
-    """The production wiring: the sample reader on ``url`` and Nimbus for the graph."""
-    return PrometheusProfiler(SampleReader(url), NimbusGraphs(nimbus), step_s, settle_s)
+def prometheus_profiler(
+    url: str,
+    nimbus: NimbusClient,
+    step_s: float,
+    settle_s: float,
+    workers: tuple[Pods, str, str] | None = None,
+) -> PrometheusProfiler:
+    """The production wiring: the sample reader on ``url`` and Nimbus for the graph; with
+    ``workers`` (the API server's pods, the namespace and the worker Deployment), busy time from the
+    worker pods' CPU."""
+    reader, graphs = SampleReader(url), NimbusGraphs(nimbus)
+    cpu = None if workers is None else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader)
+    return PrometheusProfiler(reader, graphs, step_s, settle_s, cpu=cpu)

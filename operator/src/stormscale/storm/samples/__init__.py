@@ -1,6 +1,7 @@
 """The sample reader: the exporter's series in Prometheus → tidy metric samples (docs/formats/samples.md),
 in the operator's profiler and as ``stormscale-samples`` (Prometheus → Parquet)."""
 
+from stormscale.storm.samples.cpu import CpuRows, Pod, PodCpu, cpu_samples
 from stormscale.storm.samples.reader import (
     MAX_POINTS,
     PrometheusError,
@@ -9,4 +10,14 @@ from stormscale.storm.samples.reader import (
     Window,
 )
 
-__all__ = ["MAX_POINTS", "PrometheusError", "PrometheusUnavailableError", "SampleReader", "Window"]
+__all__ = [
+    "MAX_POINTS",
+    "CpuRows",
+    "Pod",
+    "PodCpu",
+    "PrometheusError",
+    "PrometheusUnavailableError",
+    "SampleReader",
+    "Window",
+    "cpu_samples",
+]

@@ -6,8 +6,11 @@ Every query aggregates ``by`` exactly the schema's labels, so series that differ
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from stormscale.samples import names as m
 from stormscale.storm.exporter import names as n
 
 COUNTER_BY_STREAM = ("topology", "component", "executor", "stream")
@@ -36,17 +39,44 @@ def escape(value: str) -> str:
 
 
 QUERIES = (
-    SeriesQuery("emitted_total", n.EMITTED, COUNTER_BY_STREAM),
-    SeriesQuery("transferred_total", n.TRANSFERRED, COUNTER_BY_STREAM),
-    SeriesQuery("executed_total", n.EXECUTED, (*PER_EXECUTOR, "source", "stream")),
-    SeriesQuery("acked_total", n.ACKED, PER_EXECUTOR),
-    SeriesQuery("failed_total", n.FAILED, PER_EXECUTOR),
-    SeriesQuery("busy_seconds_total", n.BUSY, PER_EXECUTOR),
-    SeriesQuery("offered_total", n.SPOUT_OFFERED, PER_COMPONENT, aggregation="sum"),
-    SeriesQuery("capacity", n.CAPACITY, PER_EXECUTOR),
-    SeriesQuery("execute_latency_ms", n.EXECUTE_LATENCY, PER_EXECUTOR),
-    SeriesQuery("process_latency_ms", n.PROCESS_LATENCY, PER_EXECUTOR),
-    SeriesQuery("executors", n.EXECUTORS, PER_COMPONENT),
-    SeriesQuery("tasks", n.TASKS, PER_COMPONENT),
-    SeriesQuery("workers", n.WORKERS, ("topology",)),
+    SeriesQuery(m.EMITTED, n.EMITTED, COUNTER_BY_STREAM),
+    SeriesQuery(m.TRANSFERRED, n.TRANSFERRED, COUNTER_BY_STREAM),
+    SeriesQuery(m.EXECUTED, n.EXECUTED, (*PER_EXECUTOR, "source", "stream")),
+    SeriesQuery(m.ACKED, n.ACKED, PER_EXECUTOR),
+    SeriesQuery(m.FAILED, n.FAILED, PER_EXECUTOR),
+    SeriesQuery(m.BUSY, n.BUSY, PER_EXECUTOR),
+    SeriesQuery(m.OFFERED, n.SPOUT_OFFERED, PER_COMPONENT, aggregation="sum"),
+    SeriesQuery(m.CAPACITY, n.CAPACITY, PER_EXECUTOR),
+    SeriesQuery(m.EXECUTE_LATENCY, n.EXECUTE_LATENCY, PER_EXECUTOR),
+    SeriesQuery(m.PROCESS_LATENCY, n.PROCESS_LATENCY, PER_EXECUTOR),
+    SeriesQuery(m.EXECUTORS, n.EXECUTORS, PER_COMPONENT),
+    SeriesQuery(m.TASKS, n.TASKS, PER_COMPONENT),
+    SeriesQuery(m.WORKERS, n.WORKERS, ("topology",)),
 )
+
+
+#: The kubelet's cAdvisor series of a container's CPU (what a kubelet's ``/metrics/cadvisor`` serves).
+CPU_USAGE = "container_cpu_usage_seconds_total"
+CPU_QUOTA = "container_spec_cpu_quota"
+CPU_PERIOD = "container_spec_cpu_period"
+POD_LABELS = ("namespace", "pod", "container")
+
+
+def pod_selector(namespace: str, pods: Sequence[str], container: str) -> str:
+    """``{namespace="…", pod=~"a|b", container="…"}``: the worker container of the named pods only
+    (not the pod-level cgroup, ``container=""``, nor the pause container, ``POD``)."""
+    names = "|".join(re.escape(p) for p in sorted(pods))
+    return f'{{namespace="{escape(namespace)}", pod=~"{escape(names)}", container="{escape(container)}"}}'
+
+
+def cpu_usage_query(namespace: str, pods: Sequence[str], container: str) -> str:
+    """CPU seconds used per pod. ``max``, not ``sum``: a restarted container has a new series (a new
+    cgroup ``id``) beside the old one until that goes stale, and adding them would count twice."""
+    return f"max by ({', '.join(POD_LABELS)}) ({CPU_USAGE}{pod_selector(namespace, pods, container)})"
+
+
+def cpu_limit_query(namespace: str, pods: Sequence[str], container: str) -> str:
+    """The CPU limit in cores per pod: the CFS quota over its period (absent where no limit is set)."""
+    selector = pod_selector(namespace, pods, container)
+    by = f"max by ({', '.join(POD_LABELS)})"
+    return f"{by} ({CPU_QUOTA}{selector}) / {by} ({CPU_PERIOD}{selector})"

@@ -17,10 +17,12 @@ from typing import Any, TypeVar
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
 
 from stormscale.samples import KEY, Sample
 from stormscale.storm.exporter import names as n
-from stormscale.storm.samples.queries import QUERIES, SeriesQuery, escape
+from stormscale.storm.samples.cpu import Pod, PodCpu
+from stormscale.storm.samples.queries import QUERIES, SeriesQuery, cpu_limit_query, cpu_usage_query, escape
 
 T = TypeVar("T")
 
@@ -77,6 +79,17 @@ def samples_from_result(query: SeriesQuery, result: Iterable[Mapping[str, Any]])
     return rows
 
 
+def pod_series(result: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, float]]:
+    """A matrix result by its ``pod`` label: Unix milliseconds → value (NaN points left out)."""
+    out: dict[str, dict[int, float]] = {}
+    for series in result:
+        points = out.setdefault(series["metric"]["pod"], {})
+        for ts, value in series["values"]:
+            if float(value) == float(value):
+                points[round(float(ts) * 1000)] = float(value)
+    return out
+
+
 def check_unique(rows: Sequence[Sample]) -> None:
     """Raise ValueError naming a duplicated key, if any."""
     seen: set[tuple[object, ...]] = set()
@@ -95,9 +108,17 @@ def status_code(err: PrometheusApiClientException) -> int | None:
 class SampleReader:
     """Reads every schema metric of one topology from Prometheus."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0, retries: int = 2) -> None:
+        """``retries``: how often an answer in :data:`RETRYABLE_STATUS` is asked again (with backoff)
+        before the reader gives up with :class:`PrometheusUnavailableError`."""
         self.url = url
-        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s)
+        retry = Retry(
+            total=retries,
+            backoff_factor=0.5,
+            status_forcelist=sorted(RETRYABLE_STATUS),
+            raise_on_status=False,  # the last answer's status then names the problem
+        )
+        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s, retry=retry)
 
     def _call(self, promql: str, call: Callable[[], T]) -> T:
         """Run one query; every failure becomes one of this module's two errors, with one line."""
@@ -131,6 +152,25 @@ class SampleReader:
         promql = f'max(timestamp({n.EXECUTED}{{topology="{escape(topology)}"}}))'
         result: list[Mapping[str, Any]] = self._call(promql, lambda: self.prometheus.custom_query(promql))
         return self._call(promql, lambda: float(result[0]["value"][1]) if result else None)
+
+    def pod_cpu(self, namespace: str, pods: Sequence[Pod], window: Window) -> dict[str, PodCpu]:
+        """The pods' CPU over ``window`` from the kubelet's cAdvisor series, by pod name: the worker
+        container's ``container_cpu_usage_seconds_total`` and, where cAdvisor has them,
+        ``container_spec_cpu_quota / container_spec_cpu_period`` (pods without a usage series are
+        left out). One query each per container name (a Deployment's pods share theirs)."""
+        by_container: dict[str, list[str]] = {}
+        for pod in pods:
+            by_container.setdefault(pod.container, []).append(pod.name)
+        out: dict[str, PodCpu] = {}
+        for container, names in sorted(by_container.items()):
+            usage_q = cpu_usage_query(namespace, names, container)
+            limit_q = cpu_limit_query(namespace, names, container)
+            usage_r, limit_r = self._range(usage_q, window), self._range(limit_q, window)
+            usage = self._call(usage_q, lambda: pod_series(usage_r))  # noqa: B023 - called at once
+            limits = self._call(limit_q, lambda: pod_series(limit_r))  # noqa: B023 - called at once
+            for name, points in usage.items():
+                out[name] = PodCpu(points, limits.get(name, {}))
+        return out
 
     def read(self, topology: str, window: Window) -> list[Sample]:
         """Every sample of ``topology`` in ``window``, sorted, unique on the schema's key."""

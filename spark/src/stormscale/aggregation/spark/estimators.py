@@ -20,13 +20,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
 from stormscale.aggregation import formulas
-from stormscale.aggregation.aggregates import BUSY_COUNTER, BUSY_GAUGE, BUSY_LATENCY
+from stormscale.aggregation.aggregates import BUSY_COUNTER, BUSY_CPU, BUSY_GAUGE, BUSY_LATENCY
 from stormscale.aggregation.schema import TOPOLOGY_GAUGES, USED
 from stormscale.aggregation.spark.types import COMPONENT_SCHEMA, EDGE_SCHEMA, SAMPLE_SCHEMA, WINDOW_SCHEMA
 from stormscale.samples.names import (
     BUSY,
     CAPACITY,
     COUNTERS,
+    CPU_LIMIT,
+    CPU_SECONDS,
     EMITTED,
     EXECUTE_LATENCY,
     EXECUTED,
@@ -37,6 +39,7 @@ from stormscale.samples.names import (
 from stormscale.samples.schema import SERIES
 
 COMPONENT = ("topology", "component")
+EXECUTOR = (*COMPONENT, "executor")
 
 
 def _seconds(ts: str) -> Column:
@@ -103,15 +106,18 @@ def source_intervals(
 ) -> DataFrame:
     """The only pass over the raw rows: one row per executor, source and interval end ``ts``.
 
-    Increments are summed over streams (``emitted`` over data streams only, not ``__*`` system
-    streams), gauges taken as they are; ``start`` is the interval's start (``t_prev``), ``change``
-    marks a counter reset or a change of a gauge in ``gauges``, ``duplicates`` counts rows repeating a
-    (series, ts) pair (``dt = 0``). ``source`` is the upstream component for ``executed`` and ``""``
-    for everything else; ``executor = ""`` rows carry component-level series (offered, executors,
-    tasks). Everything downstream reads this table, which is several times smaller than the input.
+    Increments are summed over streams (``emitted`` and ``executed`` over data streams only: not
+    ``__*`` system streams such as ``__ack_ack``, ``__metrics`` or ``__tick``, nor tuples from
+    ``__*`` system components), gauges taken as they are; ``start`` is the interval's start
+    (``t_prev``), ``change`` marks a counter reset or a change of a gauge in ``gauges``,
+    ``duplicates`` counts rows repeating a (series, ts) pair (``dt = 0``). ``source`` is the upstream
+    component for ``executed`` and ``""`` for everything else; ``executor = ""`` rows carry
+    component-level series (offered, executors, tasks). Everything downstream reads this table, which
+    is several times smaller than the input.
     """
     metric = F.col("metric")
     data_stream = ~F.col("stream").startswith(system_prefix)
+    data_source = ~F.col("source").startswith(system_prefix)
 
     def total(condition: Column) -> Column:
         return F.sum(F.when(condition, F.col("increase")))
@@ -123,10 +129,12 @@ def source_intervals(
     return stepped.groupBy(*COMPONENT, "executor", "source", "ts").agg(
         F.min(_seconds("prev_ts")).alias("start"),
         F.max(F.when(F.col("increase").isNotNull(), F.col("dt"))).alias("dt"),
-        total(metric == EXECUTED).alias("executed"),
+        total((metric == EXECUTED) & data_stream & data_source).alias("executed"),
         total((metric == EMITTED) & data_stream).alias("emitted"),
         total(metric == OFFERED).alias("offered"),
         total(metric == BUSY).alias("busy_s"),
+        total(metric == CPU_SECONDS).alias("cpu_s"),
+        gauge(CPU_LIMIT).alias("cpu_limit"),
         gauge(EXECUTE_LATENCY).alias("latency_ms"),
         gauge(CAPACITY).alias("capacity"),
         gauge(EXECUTORS).alias("executors"),
@@ -167,37 +175,71 @@ def steady(intervals: DataFrame, windows: DataFrame) -> DataFrame:
 def executor_intervals(steady_rows: DataFrame) -> DataFrame:
     """One row per executor and interval (sources summed), with its busy fraction and its source.
 
-    ``busy`` is ``formulas.busy_from_counter`` where the busy-seconds counter has an increase, else
-    ``formulas.busy_fraction`` where the execute latency is known, else Storm's ``capacity`` gauge
-    (the last two average the last 10 minutes, so they react late); ``busy_source`` says which
-    (:data:`~stormscale.aggregation.aggregates.BUSY_SOURCES`).
+    Storm's own busy fraction (``storm_busy``) is ``formulas.busy_from_counter`` where the
+    busy-seconds counter has an increase, else ``formulas.busy_fraction`` where the execute latency
+    is known, else Storm's ``capacity`` gauge (the last two average the last 10 minutes, so they react
+    late). ``busy`` is ``formulas.busy_from_cpu`` where the executor's pod CPU is known (counter
+    increase and a positive limit), else ``storm_busy``; ``busy_source`` and ``storm_busy_source``
+    say which (:data:`~stormscale.aggregation.aggregates.BUSY_SOURCES`).
     """
-    grouped = steady_rows.groupBy(*COMPONENT, "executor", "ts").agg(
+    grouped = steady_rows.groupBy(*EXECUTOR, "ts").agg(
         F.max("dt").alias("dt"),
-        *(F.sum(c).alias(c) for c in ("executed", "emitted", "offered", "busy_s")),
-        *(F.max(c).alias(c) for c in ("latency_ms", "capacity", "executors", "tasks")),
+        *(F.sum(c).alias(c) for c in ("executed", "emitted", "offered", "busy_s", "cpu_s")),
+        *(F.max(c).alias(c) for c in ("cpu_limit", "latency_ms", "capacity", "executors", "tasks")),
     )
+    from_cpu = F.col("cpu_s").isNotNull() & (F.col("cpu_limit") > 0)
     from_counter = F.col("busy_s").isNotNull()
     from_latency = F.col("latency_ms").isNotNull() & F.col("executed").isNotNull()
-    busy = (
+    storm_busy = (
         F.when(from_counter, formulas.busy_from_counter(F.col("busy_s"), F.col("dt")))
         .when(from_latency, formulas.busy_fraction(F.col("executed"), F.col("latency_ms"), F.col("dt")))
         .otherwise(F.col("capacity"))
     )
-    source = F.when(from_counter, BUSY_COUNTER).when(from_latency, BUSY_LATENCY).otherwise(BUSY_GAUGE)
-    return grouped.withColumn("busy", busy).withColumn("busy_source", source)
+    storm_source = F.when(from_counter, BUSY_COUNTER).when(from_latency, BUSY_LATENCY).otherwise(BUSY_GAUGE)
+    cpu_busy = formulas.busy_from_cpu(F.col("cpu_s"), F.col("dt"), F.col("cpu_limit"))
+    return (
+        grouped.withColumn("storm_busy", storm_busy)
+        .withColumn("storm_busy_source", storm_source)
+        .withColumn("busy", F.when(from_cpu, cpu_busy).otherwise(F.col("storm_busy")))
+        .withColumn("busy_source", F.when(from_cpu, BUSY_CPU).otherwise(F.col("storm_busy_source")))
+    )
+
+
+def in_span(x: Column, partition: Sequence[str]) -> Column:
+    """Whether an interval counts towards ``x``'s :func:`formulas.span_rate` within ``partition``:
+    ``x`` is known and, if ``x`` moved at two interval ends or more, ``t1 < ts ≤ t2`` between the
+    first and the last of them."""
+    w = Window.partitionBy(*partition)
+    moved = F.when(x > 0, F.col("ts"))
+    first, last = F.min(moved).over(w), F.max(moved).over(w)
+    two_moves = first.isNotNull() & (first < last)
+    return x.isNotNull() & (~two_moves | ((F.col("ts") > first) & (F.col("ts") <= last)))
+
+
+def _span_rate(x: Column, keep: Column) -> Column:
+    """``formulas.span_rate`` of ``x`` over the intervals ``keep`` (from :func:`in_span`) marks."""
+    return formulas.span_rate(F.sum(F.when(keep, x)), F.sum(F.when(keep, F.col("dt"))))
 
 
 def executor_window(intervals: DataFrame) -> DataFrame:
-    """Window rates and busy fraction per executor: ``r = ΣΔ / Σdt``, ``b = Σ(b_i·dt_i) / Σdt_i``."""
-    seconds = F.sum("dt")
-    with_busy = F.when(F.col("busy").isNotNull(), F.col("dt"))
-    return intervals.groupBy(*COMPONENT, "executor").agg(
-        formulas.rate(F.sum("executed"), seconds).alias("executed_rate"),
-        formulas.rate(F.sum("emitted"), seconds).alias("emitted_rate"),
-        formulas.rate(F.sum("offered"), seconds).alias("offered_rate"),
-        (F.sum(F.col("busy") * F.col("dt")) / F.sum(with_busy)).alias("busy"),
-        F.min(F.when(F.col("busy").isNotNull(), F.col("busy_source"))).alias("busy_source"),
+    """Window rates and busy fractions per executor, each over whole periods of its own updates
+    (``formulas.span_rate``): ``r = ΣΔ / Σdt`` and ``b = Σ(b_i·dt_i) / Σdt_i`` over the span."""
+    busy_s = {c: F.col(c) * F.col("dt") for c in ("busy", "storm_busy")}
+    spans = intervals.select(
+        "*",
+        *(in_span(F.col(c), EXECUTOR).alias(f"in_{c}") for c in ("executed", "emitted", "offered")),
+        *(in_span(x, EXECUTOR).alias(f"in_{c}") for c, x in busy_s.items()),
+    )
+    return spans.groupBy(*EXECUTOR).agg(
+        *(
+            _span_rate(F.col(c), F.col(f"in_{c}")).alias(f"{c}_rate")
+            for c in ("executed", "emitted", "offered")
+        ),
+        *(_span_rate(x, F.col(f"in_{c}")).alias(c) for c, x in busy_s.items()),
+        *(
+            F.min(F.when(F.col(c).isNotNull(), F.col(f"{c}_source"))).alias(f"{c}_source")
+            for c in ("busy", "storm_busy")
+        ),
         # constant in the steady window: a change of the executors gauge would have moved its start
         F.max("executors").alias("units"),
         F.max("tasks").alias("tasks"),
@@ -219,6 +261,8 @@ def component_window(executors: DataFrame) -> DataFrame:
         F.max("busy").alias("busy_max"),
         F.avg("busy").alias("busy_mean"),
         F.coalesce(F.min("busy_source"), F.lit(BUSY_GAUGE)).alias("busy_source"),
+        F.max("storm_busy").alias("storm_busy_max"),
+        F.coalesce(F.min("storm_busy_source"), F.lit(BUSY_GAUGE)).alias("storm_busy_source"),
     )
 
 
@@ -268,10 +312,13 @@ def component_stats(window: DataFrame, spreads: DataFrame) -> DataFrame:
 
 
 def edge_window(steady_rows: DataFrame) -> DataFrame:
-    """Tuples/s each child executed from each parent: ``ΣΔ/Σdt`` per child executor, summed."""
-    edges = steady_rows.where(F.col("source") != "")
-    per_executor = edges.groupBy("topology", "component", "executor", "source").agg(
-        formulas.rate(F.sum("executed"), F.sum("dt")).alias("rate")
+    """Tuples/s each child executed from each parent: ``formulas.span_rate`` per child executor and
+    parent, summed over the child's executors (data streams from user components only)."""
+    edges = steady_rows.where((F.col("source") != "") & F.col("executed").isNotNull())
+    partition = (*EXECUTOR, "source")
+    spans = edges.select("*", in_span(F.col("executed"), partition).alias("in_span"))
+    per_executor = spans.groupBy(*partition).agg(
+        _span_rate(F.col("executed"), F.col("in_span")).alias("rate")
     )
     return per_executor.groupBy(
         "topology", F.col("component").alias("child"), F.col("source").alias("parent")
@@ -281,7 +328,7 @@ def edge_window(steady_rows: DataFrame) -> DataFrame:
 def edge_intervals(steady_rows: DataFrame) -> DataFrame:
     """Per edge and interval, the tuples the child executed from the parent."""
     return (
-        steady_rows.where(F.col("source") != "")
+        steady_rows.where((F.col("source") != "") & F.col("executed").isNotNull())
         .groupBy("topology", F.col("component").alias("child"), F.col("source").alias("parent"), "ts")
         .agg(F.sum("executed").alias("received"))
     )

@@ -1,0 +1,227 @@
+"""The StormTopology's status as one typed value: what the operator writes, and the reasons it gives.
+
+:class:`StormTopologyStatus` mirrors the CRD's ``status`` schema (camelCase on the wire, snake_case
+here). Reconcile works on a copy of it; the Kubernetes adapter turns two values (stored, new) into one
+JSON merge patch (:func:`status_patch`). Condition and event reasons are :class:`Reason` members, and
+each says how soon a degraded resource is looked at again (:data:`RETRY_AFTER`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+READY = "Ready"
+PROGRESSING = "Progressing"
+DEGRADED = "Degraded"
+SCALING_LIMITED = "ScalingLimited"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED)
+MAX_MESSAGE = 32768  # metav1.Condition's limit
+
+
+class Reason(StrEnum):
+    """Every reason the operator writes into a condition or an event."""
+
+    # Degraded: no action, and why
+    WORKERS_NOT_FOUND = "WorkersNotFound"
+    KUBERNETES_UNAVAILABLE = "KubernetesUnavailable"
+    HPA_CONFLICT = "HPAConflict"
+    NO_CPU_LIMIT = "NoCPULimit"
+    TOPOLOGY_NOT_FOUND = "TopologyNotFound"
+    NIMBUS_UNAVAILABLE = "NimbusUnavailable"
+    TOPOLOGY_NOT_ACTIVE = "TopologyNotActive"
+    STALE_METRICS = "StaleMetrics"
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    METRICS_REFUSED = "MetricsRefused"
+    INVALID_PROFILE = "InvalidProfile"
+    PLANNING_FAILED = "PlanningFailed"
+    APPLY_REFUSED = "ApplyRefused"
+    APPLY_UNAVAILABLE = "ApplyUnavailable"
+    INVALID_SPEC = "InvalidSpec"
+    INVALID_STATUS = "InvalidStatus"
+    INTERNAL_ERROR = "InternalError"
+    # Healthy, progressing, applied
+    HEALTHY = "Healthy"
+    STABLE = "Stable"
+    APPLIED = "Applied"
+    RECOMMENDED = "Recommended"
+    REBALANCE_REQUESTED = "RebalanceRequested"
+    REBALANCING = "Rebalancing"
+    # ScalingLimited
+    MAX_UNITS_REACHED = "MaxUnitsReached"
+    UNITS_UNALLOCATED = "UnitsUnallocated"
+    WITHIN_LIMITS = "WithinLimits"
+    # Events only
+    SCALING_APPLIED = "ScalingApplied"
+
+
+#: Seconds until a degraded resource is looked at again; ``None``: only a change of the spec (or of
+#: what it points at, seen by the periodic pass) can help.
+RETRY_WAITING_S = 30.0
+RETRY_AFTER: Mapping[Reason, float | None] = {
+    Reason.WORKERS_NOT_FOUND: None,
+    Reason.NO_CPU_LIMIT: None,
+    Reason.APPLY_REFUSED: None,
+    Reason.INVALID_SPEC: None,
+    Reason.KUBERNETES_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.HPA_CONFLICT: RETRY_WAITING_S,
+    Reason.TOPOLOGY_NOT_FOUND: RETRY_WAITING_S,
+    Reason.NIMBUS_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.TOPOLOGY_NOT_ACTIVE: RETRY_WAITING_S,
+    Reason.STALE_METRICS: RETRY_WAITING_S,
+    Reason.METRICS_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.INVALID_PROFILE: RETRY_WAITING_S,
+    Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
+    Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
+    Reason.INVALID_STATUS: 5 * RETRY_WAITING_S,
+    Reason.INTERNAL_ERROR: 5 * RETRY_WAITING_S,
+}
+
+
+def timestamp(now: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, as Kubernetes writes times."""
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Status(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class Condition(_Status):
+    """A metav1.Condition."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    last_transition_time: str
+    observed_generation: int | None = None
+
+
+class PendingApply(_Status):
+    """The plan being applied, saved before the first write (the intent a crash resumes)."""
+
+    budget: int
+    units: dict[str, int]
+    replicas: int
+    since: str
+
+
+class Predicted(_Status):
+    before: float
+    after: float
+
+
+class PlanSummary(_Status):
+    """``status.lastPlan``: the chosen plan for ``budget`` (its allocation moves units from ``start``)
+    and every strategy's predicted Θ side by side."""
+
+    budget: int
+    strategy: str
+    flow_model: str
+    chosen: str
+    start: dict[str, int]
+    allocation: dict[str, int]
+    unallocated: int
+    predicted: Predicted
+    alternatives: dict[str, float]
+    at: str
+
+
+class Observed(_Status):
+    throughput: float
+    window: str
+    at: str
+
+
+class AutoscalerState(_Status):
+    """Auto mode's stabilization state: kept in status, never in memory."""
+
+    desired_budget: int | None = None
+    last_scale_time: str | None = None
+    scale_in_since: str | None = None
+
+
+class StatusError(ValueError):
+    """The stored status does not have the CRD's shape (an older operator or a hand edit)."""
+
+
+class StormTopologyStatus(_Status):
+    """Everything the operator writes under ``status``."""
+
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    unit_cpu: str | None = Field(default=None, alias="unitCPU")
+    baseline: dict[str, int] | None = None
+    pending: PendingApply | None = None
+    last_plan: PlanSummary | None = None
+    observed: Observed | None = None
+    units: dict[str, int] | None = None
+    total_units: int | None = None
+    applied_budget: int | None = None
+    autoscaler: AutoscalerState | None = None
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any] | None) -> StormTopologyStatus:
+        """The stored status (Kopf's own ``kopf`` key and unknown keys ignored)."""
+        try:
+            return cls.model_validate(dict(document or {}))
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "status"
+            raise StatusError(f"status.{where}: {first['msg']}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The status as the API server stores it (camelCase, unset fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    def condition(self, kind: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == kind), None)
+
+    def set_condition(
+        self, kind: str, *, status: bool, reason: Reason, message: str, now: datetime, generation: int
+    ) -> None:
+        """Set condition ``kind``; its ``lastTransitionTime`` moves only when its status flips."""
+        value: Literal["True", "False"] = "True" if status else "False"
+        previous = self.condition(kind)
+        since = previous.last_transition_time if previous and previous.status == value else timestamp(now)
+        fresh = Condition(
+            type=kind,
+            status=value,
+            reason=reason.value,
+            message=message[:MAX_MESSAGE],
+            last_transition_time=since,
+            observed_generation=generation,
+        )
+        others = [c for c in self.conditions if c.type != kind]
+        self.conditions = sorted([*others, fresh], key=_condition_order)
+
+
+def _condition_order(condition: Condition) -> int:
+    types = CONDITION_TYPES
+    return types.index(condition.type) if condition.type in types else len(types)
+
+
+def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``, at every depth.
+
+    A merge patch merges nested objects, so a key gone from a nested map (a component no longer in
+    ``lastPlan.allocation``, say) is sent as ``None``, or it would stay behind. Kopf's own ``kopf``
+    key is left alone.
+    """
+    patch: dict[str, Any] = {k: None for k in old if k not in new and k != "kopf"}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, Mapping) and isinstance(before, Mapping):
+            nested = status_patch(before, value)
+            if nested:
+                patch[key] = nested
+        elif value != before:
+            patch[key] = value
+    return patch

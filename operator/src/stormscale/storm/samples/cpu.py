@@ -1,0 +1,128 @@
+"""Busy time from the unit's CPU: worker pods' cAdvisor series → per-executor ``cpu_seconds_total``
+and ``cpu_limit_cores`` rows of the sample contract (docs/formats/samples.md).
+
+Pure: the caller brings the executors (Nimbus's ``ExecutorSummary``: component, id, worker host),
+the worker pods (name, IP, container, CPU limit from the pod spec; from the API server) and the pods'
+series as Prometheus returned them (:class:`PodCpu`, read by
+:meth:`~stormscale.storm.samples.reader.SampleReader.pod_cpu`).
+
+The join, and the choices made where the design left room:
+
+* **Executor → pod.** An executor runs on the worker host Nimbus reports (``Executor.host``: what
+  the Supervisor announces, ``storm.local.hostname``); its pod is the one whose IP or, failing that,
+  whose name equals that host. An executor whose host matches no pod gets no rows.
+* **Only pods that run one component.** A pod's CPU is the container's: with executors of two user
+  components in it, nobody can say whose CPU it is, so none of them gets rows (they keep Storm's
+  busy time). Storm's own executors (``__acker``, ``__system``, ``__metrics…``) do not count as a
+  component: every worker runs them, and their CPU (acking, heartbeats, metrics) is overhead of the
+  component the worker serves, which is charged with it (the busy fraction errs high, the capacity
+  low, never the other way).
+* **k executors of one component in one pod** share its CPU: each gets the pod's counter / k and its
+  limit / k, so Δcpu / dt / limit is the pod's busy fraction for each of them and the aggregation's
+  capacity (R / (n · b_max)) counts a unit as 1/k of the pod.
+* **The limit** is ``container_spec_cpu_quota / container_spec_cpu_period`` at the same step where
+  cAdvisor has it, else the pod spec's ``resources.limits.cpu``; a pod with neither gets no rows (a
+  busy fraction needs a limit).
+* The mapping is Nimbus's now, applied to the whole window: a rebalance or a restart that moved
+  executors also changed executor counts or reset counters, and the aggregation's steady window
+  starts after that change anyway.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from stormscale.samples import Sample
+from stormscale.samples.names import CPU_LIMIT, CPU_SECONDS
+from stormscale.storm.model import Executor, is_system
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A worker pod as the API server lists it."""
+
+    name: str
+    ip: str | None
+    container: str  # the worker container, whose CPU and limit are read
+    cpu_limit_cores: float | None  # the container's resources.limits.cpu, None if unset
+
+
+@dataclass(frozen=True)
+class PodCpu:
+    """One pod's cAdvisor series over the window: CPU seconds used (a counter) and, where cAdvisor
+    has it, the limit in cores (quota / period), both by Unix milliseconds."""
+
+    usage: Mapping[int, float]
+    limit: Mapping[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CpuRows:
+    """The join's rows, and what it could not place (for the caller to say so)."""
+
+    rows: list[Sample]
+    shared: Mapping[str, tuple[str, ...]]  # pod → its user components, when more than one
+    unmatched: tuple[str, ...]  # hosts of user executors that match no pod
+    no_limit: tuple[str, ...]  # pods without a CPU limit in cAdvisor or the spec
+
+
+def pod_of(host: str, pods: Iterable[Pod]) -> Pod | None:
+    """The pod whose IP, else whose name, equals ``host`` (None: none does)."""
+    pods = list(pods)
+    return next((p for p in pods if p.ip and p.ip == host), None) or next(
+        (p for p in pods if p.name == host), None
+    )
+
+
+def cpu_samples(
+    topology: str, executors: Iterable[Executor], pods: Sequence[Pod], cpu: Mapping[str, PodCpu]
+) -> CpuRows:
+    """Per-executor CPU rows of ``topology`` (see the module's docstring for the join's rules)."""
+    placed: dict[str, list[Executor]] = defaultdict(list)
+    unmatched = set()
+    by_name = {p.name: p for p in pods}
+    for e in executors:
+        if is_system(e.component):
+            continue
+        pod = pod_of(e.host, pods)
+        if pod is None:
+            unmatched.add(e.host)
+        else:
+            placed[pod.name].append(e)
+    rows: list[Sample] = []
+    shared: dict[str, tuple[str, ...]] = {}
+    no_limit: list[str] = []
+    for name, on_pod in sorted(placed.items()):
+        components = tuple(sorted({e.component for e in on_pod}))
+        if len(components) > 1:
+            shared[name] = components
+            continue
+        series = cpu.get(name)
+        if series is None:
+            continue
+        pod_rows = _pod_rows(topology, components[0], on_pod, by_name[name], series)
+        if pod_rows is None:
+            no_limit.append(name)
+        else:
+            rows += pod_rows
+    return CpuRows(sorted(rows), shared, tuple(sorted(unmatched)), tuple(no_limit))
+
+
+def _pod_rows(
+    topology: str, component: str, executors: Sequence[Executor], pod: Pod, series: PodCpu
+) -> list[Sample] | None:
+    """Each executor's share (1/k) of the pod's counter and limit at every step with a limit."""
+    k = len(executors)
+    rows = []
+    for ts_ms, used in sorted(series.usage.items()):
+        limit = series.limit.get(ts_ms)
+        if limit is None or not limit > 0:
+            limit = pod.cpu_limit_cores
+        if limit is None or not limit > 0:
+            return None
+        for e in executors:
+            rows.append(Sample(ts_ms, topology, component, e.id, CPU_SECONDS, "", "", used / k))
+            rows.append(Sample(ts_ms, topology, component, e.id, CPU_LIMIT, "", "", limit / k))
+    return rows
