@@ -66,18 +66,13 @@ class Outcome:
     @property
     def waiting(self) -> bool:
         """Degraded or progressing: the pass wants another look after ``retry_after``."""
-        return any(_is_true(self.status, kind) for kind in (DEGRADED, PROGRESSING))
+        return self.status.holds(DEGRADED) or self.status.holds(PROGRESSING)
 
     @property
     def summary(self) -> str:
         """The Ready condition's reason and message, in one line (for logs and retries)."""
         ready = self.status.condition(READY)
         return f"{ready.reason}: {ready.message}" if ready else "no Ready condition"
-
-
-def _is_true(status: StormTopologyStatus, kind: str) -> bool:
-    found = status.condition(kind)
-    return found is not None and found.status == "True"
 
 
 class InvalidProfileError(ValueError):
@@ -100,8 +95,7 @@ class _Book:
 
     def degraded(self, reason: Reason, message: str) -> Outcome:
         """No action: say why, once (a Warning only when the reason changes), and when to look again."""
-        previous = self.status.condition(DEGRADED)
-        if not previous or previous.status != "True" or previous.reason != reason:
+        if not self.status.holds(DEGRADED, reason):
             self.events.append(("Warning", reason, message))
         self.set(DEGRADED, True, reason, message)
         self.set(READY, False, reason, message)

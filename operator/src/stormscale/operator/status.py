@@ -184,6 +184,11 @@ class StormTopologyStatus(_Status):
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
 
+    def holds(self, kind: str, reason: str | None = None) -> bool:
+        """Condition ``kind`` is True (and, if given, for ``reason``)."""
+        found = self.condition(kind)
+        return found is not None and found.status == "True" and reason in (None, found.reason)
+
     def set_condition(
         self, kind: str, *, status: bool, reason: Reason, message: str, now: datetime, generation: int
     ) -> None:
