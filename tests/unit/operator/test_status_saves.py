@@ -80,3 +80,20 @@ def test_the_model_writes_exactly_the_crd_s_status_fields() -> None:
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
     fields = {f.alias or name for name, f in StormTopologyStatus.model_fields.items()}
     assert fields == set(schema) - {"kopf"}
+
+
+def test_the_status_writer_follows_the_current_api_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer cached with the first client would keep its credentials (seen: an admin client from
+    one test wrote statuses that the chart's ServiceAccount may not write in the next)."""
+    from kubernetes import client
+
+    from stormscale.operator import handlers
+
+    first, second = client.ApiClient(), client.ApiClient()
+    monkeypatch.setattr(handlers, "_API", first)
+    before = handlers.status_store()
+    monkeypatch.setattr(handlers, "_API", second)
+    after = handlers.status_store()
+    assert before.api is first
+    assert after.api is second
+    assert before._stored is after._stored  # one memory of what is stored, whatever the client

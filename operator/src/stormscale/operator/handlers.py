@@ -68,15 +68,13 @@ def kube_api() -> client.ApiClient:
     return _API
 
 
-_STATUS: KubeStatus | None = None
+_STORED: dict[tuple[str, str], dict[str, Any]] = {}
+"""Each resource's status as this process last loaded or saved it (what the next patch is taken against)."""
 
 
 def status_store() -> KubeStatus:
-    """One status writer per process: it remembers each resource's status as last loaded or saved."""
-    global _STATUS  # noqa: PLW0603 - a process-wide writer, created lazily
-    if _STATUS is None:
-        _STATUS = KubeStatus(kube_api())
-    return _STATUS
+    """The status writer on the current API client, with the process's memory of stored statuses."""
+    return KubeStatus(kube_api(), _STORED)
 
 
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:

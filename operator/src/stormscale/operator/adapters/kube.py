@@ -169,9 +169,13 @@ class KubeStatus:
     written mid-pass and dropped by the end of the same pass would stay behind.
     """
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(
+        self, api: client.ApiClient, stored: dict[tuple[str, str], dict[str, Any]] | None = None
+    ) -> None:
+        """``stored``: the memory of stored statuses, shared by writers on other clients if given."""
+        self.api = api
         self._custom = client.CustomObjectsApi(api)
-        self._stored: dict[tuple[str, str], dict[str, Any]] = {}
+        self._stored = {} if stored is None else stored
 
     def load(self, namespace: str, name: str) -> dict[str, Any]:
         """The resource as the API server has it now (the watch's copy may lag our own writes)."""
