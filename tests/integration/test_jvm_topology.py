@@ -23,6 +23,7 @@ import contextlib
 import json
 import re
 import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +35,17 @@ import requests
 from stormscale.storm.model import ComponentAggregate
 from tests.harness.kubernetes.cgroups import CpuCgroup, CpuResources, acct_root, cpu_root, remove_if_empty
 from tests.harness.storm.cluster import StormCluster
-from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats
+from tests.harness.storm.jvm import ensure_topology_jar
+from tests.harness.storm.topology import (
+    SHAPES,
+    Topology,
+    flux_file,
+    kill,
+    submit,
+    topology_properties,
+    wait_for_stats,
+    write_properties,
+)
 
 pytestmark = pytest.mark.storm
 
@@ -209,6 +220,19 @@ def cgroup_for(pid: int, millis: int) -> Iterator[CpuCgroup]:
                         (root / "cgroup.procs").write_text(str(left))
         group.remove()
         remove_if_empty(parent)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_flux_builds_each_jvm_shape_from_the_jar(storm_home: Path, tmp_path: Path, shape: str) -> None:
+    """Flux instantiates every component from the jar (options checked) and declares every stream."""
+    props = write_properties(tmp_path / f"{shape}.properties", topology_properties(shape, language="jvm"))
+    classpath = f"{storm_home / 'lib' / '*'}:{storm_home / 'extlib' / '*'}:{ensure_topology_jar()}"
+    argv = ["java", "-Xmx256m", "-cp", classpath, "org.apache.storm.flux.Flux", "--dry-run"]
+    argv += ["--filter", str(props), str(flux_file(shape, "jvm"))]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"Topology Name: {shape}-jvm" in done.stdout
+    assert "(io.stormscale.testbed.RateSpout)" in done.stdout
 
 
 def test_jvm_spout_rate_and_bolt_selectivity_and_cost_when_free_flowing(
