@@ -99,16 +99,18 @@ def build_topology_jar(version: str = STORM_VERSION, log: Log = _stderr) -> Path
     build_dir = JAR_DIR / f"build-{out.stem.rsplit('-', 1)[-1]}"
     started = time.monotonic()
     shutil.rmtree(build_dir, ignore_errors=True)
-    status, tail = _maven(build_dir, version, offline=True, log=log)
-    if status != 0 and any(OFFLINE_MISS in line for line in tail):
-        log("jvm-testbed: ~/.m2 lacks some artifacts; building online")
-        status, tail = _maven(build_dir, version, offline=False, log=log)
-    if status != 0:
-        raise JvmBuildError(f"maven failed ({status}):\n" + "\n".join(tail))
-    tmp = out.with_suffix(".tmp")
-    shutil.copyfile(build_dir / f"{JAR_NAME}.jar", tmp)
-    os.replace(tmp, out)
-    shutil.rmtree(build_dir, ignore_errors=True)
+    try:
+        status, tail = _maven(build_dir, version, offline=True, log=log)
+        if status != 0 and any(OFFLINE_MISS in line for line in tail):
+            log("jvm-testbed: ~/.m2 lacks some artifacts; building online")
+            status, tail = _maven(build_dir, version, offline=False, log=log)
+        if status != 0:
+            raise JvmBuildError(f"maven failed ({status}):\n" + "\n".join(tail))
+        tmp = out.with_suffix(".tmp")
+        shutil.copyfile(build_dir / f"{JAR_NAME}.jar", tmp)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
     log(f"jvm-testbed: built {out} in {time.monotonic() - started:.0f} s")
     return out
 

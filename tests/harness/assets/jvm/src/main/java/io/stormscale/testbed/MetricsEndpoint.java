@@ -15,6 +15,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;
+import java.util.function.LongSupplier;
 import org.apache.storm.task.TopologyContext;
 
 /**
@@ -64,6 +65,11 @@ final class MetricsEndpoint implements AutoCloseable {
         AtomicLong value = new AtomicLong();
         add(name, "counter", stream, value::get);
         return value;
+    }
+
+    /** A counter {@code name} whose value is read from {@code value} at each scrape. */
+    void liveCounter(String name, LongSupplier value) {
+        add(name, "counter", null, value::getAsLong);
     }
 
     void gauge(String name, double value) {

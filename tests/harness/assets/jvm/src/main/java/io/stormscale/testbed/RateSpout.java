@@ -36,7 +36,6 @@ public class RateSpout extends BaseRichSpout {
 
     private transient SpoutOutputCollector collector;
     private transient MetricsEndpoint metrics;
-    private transient AtomicLong offered;
     private transient AtomicLong dropped;
     private transient AtomicLong acked;
     private transient AtomicLong failed;
@@ -65,21 +64,25 @@ public class RateSpout extends BaseRichSpout {
         rate = totalRate / context.getComponentTasks(context.getThisComponentId()).size();
         backlogMax = Math.max(1, (long) (rate * backlogSeconds));
         padding = payloadBytes > 0 ? ":" + "x".repeat(payloadBytes) : null;
+        started = System.nanoTime();
         metrics = new MetricsEndpoint(conf, context);
         metrics.gauge("stormscale_spout_offered_rate", rate);
-        offered = metrics.counter("stormscale_spout_offered_total", null);
+        // read at each scrape, so it keeps counting while Storm does not call nextTuple
+        metrics.liveCounter("stormscale_spout_offered_total", this::offered);
         dropped = metrics.counter("stormscale_spout_dropped_total", null);
         acked = metrics.counter("stormscale_spout_acked_total", null);
         failed = metrics.counter("stormscale_spout_failed_total", null);
         emitted = new HashMap<>();
-        started = System.nanoTime();
+    }
+
+    /** Tuples offered since {@code open}: every token the bucket was given. */
+    private long offered() {
+        return (long) (rate * (System.nanoTime() - started) / 1e9);
     }
 
     /** Tuples due now: the bucket's content (after dropping its overflow), at most one batch. */
     private long due() {
-        long total = (long) (rate * (System.nanoTime() - started) / 1e9);
-        offered.set(total);
-        long backlog = total - sent - dropped.get();
+        long backlog = offered() - sent - dropped.get();
         if (backlog > backlogMax) {
             dropped.addAndGet(backlog - backlogMax);
             backlog = backlogMax;
