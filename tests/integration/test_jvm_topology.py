@@ -195,7 +195,8 @@ def worker_pid(topology_id: str) -> int:
         except OSError:
             continue
         args = [a.decode(errors="replace") for a in argv]
-        if WORKER_CLASS in args and topology_id in args and "org.apache.storm.LogWriter" not in args:
+        mentions = any(topology_id in arg for arg in args)
+        if WORKER_CLASS in args and mentions and "org.apache.storm.LogWriter" not in args:
             found.append(int(proc.name))
     assert len(found) == 1, f"worker JVMs of {topology_id}: {found}"
     return found[0]
@@ -203,21 +204,21 @@ def worker_pid(topology_id: str) -> int:
 
 @contextlib.contextmanager
 def cgroup_for(pid: int, millis: int) -> Iterator[CpuCgroup]:
-    """A CPU cgroup with limit ``millis`` holding process ``pid`` (all its threads); removed on exit
-    once the process is gone (or moved back to the root group)."""
+    """A CPU cgroup with limit ``millis`` holding process ``pid`` (all its threads); on exit the
+    process goes back to the root group and the cgroup is removed."""
     parent = "stormscale"
     group = CpuCgroup.create(parent, f"it-jvm-{secrets.token_hex(3)}", CpuResources(limit=millis))
+    acct = acct_root()
+    roots = [cpu_root(), *([] if acct is None else [acct])]
     for join in group.join_files:
         join.write_text(str(pid))
     try:
         yield group
     finally:
-        if not group.wait_empty(30):
-            acct = acct_root()
-            for left in group.pids():
-                for root in (cpu_root(), *([] if acct is None else [acct])):
-                    with contextlib.suppress(OSError):
-                        (root / "cgroup.procs").write_text(str(left))
+        for left in group.pids():
+            for root in roots:
+                with contextlib.suppress(OSError):
+                    (root / "cgroup.procs").write_text(str(left))
         group.remove()
         remove_if_empty(parent)
 
