@@ -32,8 +32,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from stormscale.samples.names import OFFERED as OFFERED_METRIC
 from stormscale.storm.model import ComponentAggregate
+from stormscale.storm.samples.reader import SampleReader
+from stormscale.storm.samples.reader import Window as SampleWindow
 from tests.harness.kubernetes.cgroups import CpuCgroup, CpuResources, acct_root, cpu_root, remove_if_empty
+from tests.harness.prometheus.server import Prometheus
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.jvm import ensure_topology_jar
 from tests.harness.storm.topology import (
@@ -138,9 +142,9 @@ class Window:
         return (self.end.offered - self.start.offered) / self.seconds
 
 
-def offered_total(sd_dir: Path) -> float:
+def offered_total(sd_dir: Path, topology: str) -> float:
     """The spout's ``stormscale_spout_offered_total`` from the endpoint its file_sd target names."""
-    (target,) = sd_dir.glob("*-1-*.json")  # <topology>-<component>-<task>.json of spout "1"
+    (target,) = sd_dir.glob(f"{topology}-1-*.json")  # <topology>-<component>-<task>.json of spout "1"
     (address,) = json.loads(target.read_text())[0]["targets"]
     body = requests.get(f"http://{address}/metrics", timeout=5).text
     (value,) = OFFERED.findall(body)
@@ -161,7 +165,7 @@ def snapshot(cluster: StormCluster, topology: Topology, sd_dir: Path, group: Cpu
         stats = dict(nimbus.topology_page(topology.id).components)
         if executed_sum(stats) != before:
             cpu = group.usage_us() if group is not None else 0
-            return Snapshot(time.time(), stats, cpu, offered_total(sd_dir))
+            return Snapshot(time.time(), stats, cpu, offered_total(sd_dir, topology.name))
     pytest.fail(f"no new stats on Nimbus in {HEARTBEAT_TIMEOUT_S:.0f} s")
 
 
@@ -174,7 +178,6 @@ def measure(cluster: StormCluster, topology: Topology, sd_dir: Path, group: CpuC
 @contextlib.contextmanager
 def running(cluster: StormCluster, overrides: dict[str, object], sd_dir: Path) -> Iterator[Topology]:
     """The JVM linear topology, running until its sink has executed tuples; killed on exit."""
-    sd_dir.mkdir(parents=True, exist_ok=True)
     props = {**overrides, "metrics.sd.dir": str(sd_dir)}
     topology = submit(cluster.endpoints, "linear", props, conf=CONF, language="jvm")
     try:
@@ -237,24 +240,32 @@ def test_flux_builds_each_jvm_shape_from_the_jar(storm_home: Path, tmp_path: Pat
 
 
 def test_jvm_spout_rate_and_bolt_selectivity_and_cost_when_free_flowing(
-    storm_cluster: StormCluster, storm_supervisor: str, tmp_path: Path
+    storm_cluster: StormCluster, storm_supervisor: str, prometheus: Prometheus
 ) -> None:
-    sd_dir = tmp_path / "sd"
-    with running(storm_cluster, FREE, sd_dir) as topology:
+    with running(storm_cluster, FREE, prometheus.sd_dir) as topology:
         time.sleep(WARM_UP_S)
-        window = measure(storm_cluster, topology, sd_dir, None)
+        window = measure(storm_cluster, topology, prometheus.sd_dir, None)
+        span = SampleWindow(int(window.start.at), int(window.end.at), 2)
+        rows = SampleReader(prometheus.url).read(topology.name, span)
+    offered = sorted((r.ts_ms, r.value) for r in rows if r.metric == OFFERED_METRIC and r.component == "1")
+    assert len(offered) >= 2, f"the sample reader sees no offered_total of the JVM spout: {rows[:5]}"
+    (t0, v0), (t1, v1) = offered[0], offered[-1]
+    sampled = (v1 - v0) / (t1 - t0) * 1000
     emitted = window.rate("1", "emitted")
     selectivity = window.delta("2", "emitted") / window.delta("2", "executed")
     latency = window.execute_ms("2")
     summary = (
         f"window {window.seconds:.1f} s: spout emitted {emitted:.2f}/s (configured {FREE_RATE}), offered "
-        f"{window.offered_rate:.2f}/s; bolt 2 selectivity {selectivity:.4f} (configured {SELECTIVITY}), "
+        f"{window.offered_rate:.2f}/s (sample reader {sampled:.2f}/s); "
+        f"bolt 2 selectivity {selectivity:.4f} (configured {SELECTIVITY}), "
         f"execute latency {latency:.2f} ms for {FREE_COST_US / 1000:.1f} ms of CPU: capacity "
         f"{1000 / latency:.0f}/s against {1e6 / FREE_COST_US:.0f}/s"
     )
     print(summary)
     assert emitted == pytest.approx(FREE_RATE, rel=0.10), summary
     assert window.offered_rate == pytest.approx(FREE_RATE, rel=0.10), summary
+    # Prometheus's points are the last scrape (every 2 s) before each step: up to 2 s off at either end
+    assert sampled == pytest.approx(FREE_RATE, rel=0.25), summary
     assert selectivity == pytest.approx(SELECTIVITY, rel=0.05), summary
     assert window.rate("3", "executed") == pytest.approx(SELECTIVITY * emitted, rel=0.10), summary
     # wall time per tuple ≥ its CPU time (less Storm's millisecond rounding); ≤ 1.2 × when uncrowded
