@@ -276,6 +276,7 @@ def test_saturated_jvm_bolt_runs_at_its_cost_on_the_cpu_its_cgroup_received(
     storm_cluster: StormCluster, storm_supervisor: str, tmp_path: Path
 ) -> None:
     sd_dir = tmp_path / "sd"
+    sd_dir.mkdir()
     with (
         running(storm_cluster, SATURATED, sd_dir) as topology,
         cgroup_for(worker_pid(topology.id), LIMIT_MILLIS) as group,

@@ -111,6 +111,7 @@ final class MetricsEndpoint implements AutoCloseable {
         Path tmp = dir.resolve("." + stem + ".tmp");
         String json = "[{\"targets\": [\"127.0.0.1:" + port() + "\"], \"labels\": {}}]";
         try {
+            Files.createDirectories(dir);
             Files.writeString(tmp, json);
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
