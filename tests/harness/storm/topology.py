@@ -5,6 +5,10 @@ STORM_HOME, extracted from the multilang-python jar at build time) plus the proj
 scripts from ``assets/topologies/resources/``. Each shape (``linear``, ``diamond``, ``topology10``) is a
 Flux YAML with dollar-brace placeholders whose defaults sit in ``<shape>.properties``; overrides are
 merged and handed to Flux with ``--filter``.
+
+``language="jvm"`` submits the JVM twin of a shape instead: ``topologies/jvm/<shape>.yaml`` with the
+project's Java RateSpout and CpuBolt, whose jar Maven builds into ``.cache/`` (:mod:`.jvm`). It takes the
+same parameters (``<shape>.properties``, then ``jvm/<shape>.properties`` on top: the topology name).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from stormscale.storm.model import ComponentAggregate
 from tests.harness.paths import ASSETS
 from tests.harness.process import DaemonError, log_tail
 from tests.harness.storm.daemons import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
+from tests.harness.storm.jvm import ensure_topology_jar
 
 TOPOLOGY_DIR = ASSETS / "topologies"
 SHAPES = ("linear", "diamond", "topology10")
+LANGUAGES = ("multilang", "jvm")
 SUBMIT_TIMEOUT_S = 180.0
 ACTIVE_TIMEOUT_S = 60.0
 StatsPredicate = Callable[[dict[str, ComponentAggregate]], bool]
@@ -40,6 +46,7 @@ class Topology:
     id: str
     shape: str
     properties: dict[str, str]
+    language: str = "multilang"
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -71,11 +78,25 @@ def build_topology_jar(storm_home: Path, out: Path) -> Path:
     return out
 
 
-def topology_properties(shape: str, overrides: dict[str, object] | None = None) -> dict[str, str]:
-    """The shape's defaults with ``overrides`` applied (values as strings)."""
+def flux_file(shape: str, language: str = "multilang") -> Path:
+    """The Flux YAML of ``shape`` in ``language`` (``multilang`` or ``jvm``)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown topology shape {shape!r}; known: {SHAPES}")
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown component language {language!r}; known: {LANGUAGES}")
+    folder = TOPOLOGY_DIR if language == "multilang" else TOPOLOGY_DIR / "jvm"
+    return folder / f"{shape}.yaml"
+
+
+def topology_properties(
+    shape: str, overrides: dict[str, object] | None = None, language: str = "multilang"
+) -> dict[str, str]:
+    """The shape's defaults (the JVM's on top for ``language="jvm"``) with ``overrides`` applied (values
+    as strings)."""
+    flux_file(shape, language)  # checks both names
     props = read_properties(TOPOLOGY_DIR / f"{shape}.properties")
+    if language == "jvm":
+        props.update(read_properties(TOPOLOGY_DIR / "jvm" / f"{shape}.properties"))
     for key, value in (overrides or {}).items():
         props[key] = str(value)
     return props
@@ -95,14 +116,17 @@ def flux_argv(
     work: Path,
     *,
     conf: Mapping[str, object] | None = None,
+    jar_on_classpath: bool = False,
 ) -> list[str]:
     """The Flux submit command (what ``storm jar topo.jar org.apache.storm.flux.Flux`` runs); ``conf``
-    adds topology settings the Flux YAML does not set (``storm jar -c``)."""
+    adds topology settings the Flux YAML does not set (``storm jar -c``); ``jar_on_classpath``: Flux
+    instantiates the components from the jar (JVM components; ``storm jar`` adds it too)."""
     conf_file = write_conf(work / "client.yaml", base_conf(ep))
     argv = java_argv(ep, f"submit-{props_file.stem}", conf_file, work, 256)
     if conf:
         argv.append(f"-Dstorm.options={storm_options(conf)}")
-    argv += [f"-Dstorm.jar={jar}", "-cp", daemon_classpath(ep), "org.apache.storm.flux.Flux"]
+    classpath = f"{daemon_classpath(ep)}:{jar}" if jar_on_classpath else daemon_classpath(ep)
+    argv += [f"-Dstorm.jar={jar}", "-cp", classpath, "org.apache.storm.flux.Flux"]
     return [*argv, "--remote", "--filter", str(props_file), str(yaml_file)]
 
 
@@ -112,21 +136,28 @@ def submit(
     overrides: dict[str, object] | None = None,
     timeout_s: float = SUBMIT_TIMEOUT_S,
     conf: Mapping[str, object] | None = None,
+    *,
+    language: str = "multilang",
 ) -> Topology:
     """Submit ``shape`` with Flux and wait until Nimbus lists it ACTIVE; ``conf``: extra topology
-    settings (Storm's own keys, e.g. ``topology.executor.receive.buffer.size``)."""
-    props = topology_properties(shape, overrides)
+    settings (Storm's own keys, e.g. ``topology.executor.receive.buffer.size``); ``language``:
+    ``multilang`` (Python components) or ``jvm`` (the project's Java components)."""
+    props = topology_properties(shape, overrides, language)
     name = props["topology.name"]
     work = ep.storm_dir / "topologies" / name
-    jar = build_topology_jar(Path(ep.storm_home), work / f"{name}.jar")
+    if language == "jvm":
+        jar = ensure_topology_jar()
+    else:
+        jar = build_topology_jar(Path(ep.storm_home), work / f"{name}.jar")
     props_file = write_properties(work / f"{name}.properties", props)
-    argv = flux_argv(ep, jar, TOPOLOGY_DIR / f"{shape}.yaml", props_file, work, conf=conf)
+    yaml_file = flux_file(shape, language)
+    argv = flux_argv(ep, jar, yaml_file, props_file, work, conf=conf, jar_on_classpath=language == "jvm")
     console = work / "submit.out"
     with console.open("wb") as out:
         done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
     if done.returncode != 0:
         raise DaemonError(f"Flux submit of {name} failed ({done.returncode}):\n{log_tail(console)}")
-    return Topology(name, wait_active(ep, name), shape, props)
+    return Topology(name, wait_active(ep, name), shape, props, language)
 
 
 def wait_active(ep: StormEndpoints, name: str, timeout_s: float = ACTIVE_TIMEOUT_S) -> str:

@@ -1,0 +1,69 @@
+"""The JVM Flux files are twins of the multilang ones, and the JVM jar's cache key follows its sources."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.harness.storm import jvm
+from tests.harness.storm.topology import SHAPES, TOPOLOGY_DIR, flux_file, topology_properties
+
+PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
+MULTILANG_ONLY = {"shellbolt.max.pending"}  # topology.shellbolt.max.pending: ShellBolt's own queue
+
+
+def placeholders(path: Path) -> set[str]:
+    return set(PLACEHOLDER.findall(path.read_text()))
+
+
+def loaded(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load(PLACEHOLDER.sub("1", path.read_text()))
+    return document
+
+
+def options(component: dict[str, Any]) -> list[str]:
+    """The component's ``--name`` options, whatever runs them (``python3 x.py`` or a Java class)."""
+    return [arg for arg in component["constructorArgs"][0] if str(arg).startswith("--")]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_jvm_flux_file_takes_the_multilang_parameters(shape: str) -> None:
+    multilang, java = flux_file(shape), flux_file(shape, "jvm")
+    assert placeholders(java) == placeholders(multilang) - MULTILANG_ONLY
+    assert placeholders(java) <= set(topology_properties(shape, language="jvm"))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_jvm_flux_file_has_the_same_components_streams_and_options(shape: str) -> None:
+    multilang, java = loaded(flux_file(shape)), loaded(flux_file(shape, "jvm"))
+    assert java["streams"] == multilang["streams"]
+    for kind, cls in (("spouts", "RateSpout"), ("bolts", "CpuBolt")):
+        assert [c["id"] for c in java[kind]] == [c["id"] for c in multilang[kind]]
+        for ours, theirs in zip(java[kind], multilang[kind], strict=True):
+            assert ours["className"] == f"io.stormscale.testbed.{cls}"
+            assert options(ours) == options(theirs)
+            assert (ours["parallelism"], ours["numTasks"]) == (theirs["parallelism"], theirs["numTasks"])
+
+
+def test_jvm_topology_names_differ_from_the_multilang_ones() -> None:
+    for shape in SHAPES:
+        assert topology_properties(shape, language="jvm")["topology.name"] == f"{shape}-jvm"
+    with pytest.raises(ValueError, match="language"):
+        flux_file("linear", "scala")
+
+
+def test_jar_digest_follows_sources_and_storm_version(tmp_path: Path) -> None:
+    root = tmp_path / "jvm"
+    shutil.copytree(TOPOLOGY_DIR.parent / "jvm", root)
+    before = jvm.sources_digest(root)
+    assert jvm.sources_digest(root) == before
+    assert jvm.sources_digest(root, version="2.8.2") != before
+    source = next((root / "src").rglob("CpuBolt.java"))
+    source.write_text(source.read_text() + "\n")
+    assert jvm.sources_digest(root) != before
+    assert jvm.source_files(root)[0].name == "pom.xml"
