@@ -10,16 +10,12 @@ only, so ``make storm-home`` needs no virtualenv::
 
 from __future__ import annotations
 
-import fcntl
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
+from tests.harness.storm.maven import Log, build_lock, run_maven, stderr_log
 
 POM_DIR = ASSETS / "storm"
 STORM_VERSION = "2.8.3"
@@ -34,15 +30,9 @@ REQUIRED = (
     "public",
 )
 
-Log = Callable[[str], None]
-
 
 class StormHomeError(RuntimeError):
     """Maven failed or the assembled STORM_HOME lacks a required file."""
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def storm_home_dir(version: str = STORM_VERSION) -> Path:
@@ -60,36 +50,14 @@ def is_complete(home: Path, version: str = STORM_VERSION) -> bool:
     return (home / MARKER).exists() and not missing_parts(home, version)
 
 
-@contextmanager
-def _build_lock(home: Path) -> Iterator[None]:
-    home.parent.mkdir(parents=True, exist_ok=True)
-    with open(home.parent / f".{home.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _run_maven(home: Path, version: str, log: Log) -> None:
     """``mvn package`` of the committed pom, echoing module progress and a download count."""
     cmd = ["mvn", "-B", "-f", str(POM_DIR / "pom.xml"), f"-Dstorm.home={home}", f"-Dstorm.version={version}"]
-    cmd.append("package")
-    log(f"storm-home: {' '.join(cmd)}")
-    downloads = 0
-    tail: list[str] = []
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            tail = [*tail[-40:], line.rstrip()]
-            if line.startswith(("Downloaded from", "[INFO] Downloaded from")):
-                downloads += 1
-                if downloads % 50 == 0:
-                    log(f"storm-home: {downloads} artifacts downloaded")
-            elif "Building storm-home" in line or "BUILD" in line:
-                log(f"storm-home: {line.strip()}")
-    if proc.returncode != 0:
-        raise StormHomeError(f"maven failed ({proc.returncode}):\n" + "\n".join(tail))
+    status, tail = run_maven(
+        [*cmd, "package"], tag="storm-home", log=log, progress=("Building storm-home", "BUILD"), every=50
+    )
+    if status != 0:
+        raise StormHomeError(f"maven failed ({status}):\n" + "\n".join(tail))
 
 
 def _add_local_files(home: Path) -> None:
@@ -102,7 +70,7 @@ def _add_local_files(home: Path) -> None:
     (conf / "README").write_text("Each daemon of the test bed gets its own storm.yaml (-Dstorm.conf.file).\n")
 
 
-def build_storm_home(version: str = STORM_VERSION, log: Log = _stderr) -> Path:
+def build_storm_home(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """Assemble the STORM_HOME of ``version`` now (Maven resolves from ~/.m2 when it can)."""
     home = storm_home_dir(version)
     started = time.monotonic()
@@ -117,12 +85,12 @@ def build_storm_home(version: str = STORM_VERSION, log: Log = _stderr) -> Path:
     return home
 
 
-def ensure_storm_home(version: str = STORM_VERSION, log: Log = _stderr) -> Path:
+def ensure_storm_home(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """The STORM_HOME of ``version``, built first if it is missing or incomplete."""
     home = storm_home_dir(version)
     if is_complete(home, version):
         return home
-    with _build_lock(home):
+    with build_lock(home.parent / f".{home.name}.lock"):
         if is_complete(home, version):
             return home
         return build_storm_home(version, log)

@@ -12,34 +12,24 @@ resolution fails; its progress is echoed. storm-client is compiled against the S
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
 from tests.harness.storm.home import STORM_VERSION
+from tests.harness.storm.maven import Log, build_lock, run_maven, stderr_log
 
 JVM_DIR = ASSETS / "jvm"
 JAR_DIR = CACHE_DIR / "jvm-testbed"
 JAR_NAME = "stormscale-testbed"
 OFFLINE_MISS = "offline mode"  # Maven's words when ~/.m2 lacks an artifact and -o forbids a download
 
-Log = Callable[[str], None]
-
 
 class JvmBuildError(RuntimeError):
     """Maven failed to build the topology jar."""
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def source_files(root: Path = JVM_DIR) -> list[Path]:
@@ -61,39 +51,16 @@ def jar_path(version: str = STORM_VERSION) -> Path:
     return JAR_DIR / f"{JAR_NAME}-{sources_digest(version=version)}.jar"
 
 
-@contextmanager
-def _build_lock() -> Iterator[None]:
-    JAR_DIR.mkdir(parents=True, exist_ok=True)
-    with open(JAR_DIR / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _maven(build_dir: Path, version: str, offline: bool, log: Log) -> tuple[int, list[str]]:
     """``mvn package`` into ``build_dir``; echo progress; return the exit status and the output's tail."""
     cmd = ["mvn", "-B", "-Dstyle.color=never", "-f", str(JVM_DIR / "pom.xml")]
     cmd += [f"-Dstorm.version={version}", f"-Dtestbed.build.dir={build_dir}"]
     cmd += ["-o", "package"] if offline else ["package"]
-    log(f"jvm-testbed: {' '.join(cmd)}")
-    downloads = 0
-    tail: list[str] = []
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            tail = [*tail[-40:], line.rstrip()]
-            if line.startswith(("Downloaded from", "[INFO] Downloaded from")):
-                downloads += 1
-                if downloads % 20 == 0:
-                    log(f"jvm-testbed: {downloads} artifacts downloaded")
-            elif any(word in line for word in ("Building ", "Compiling ", "BUILD", "[ERROR]")):
-                log(f"jvm-testbed: {line.strip()}")
-    return proc.returncode, tail
+    progress = ("Building ", "Compiling ", "BUILD", "[ERROR]")
+    return run_maven(cmd, tag="jvm-testbed", log=log, progress=progress, every=20)
 
 
-def build_topology_jar(version: str = STORM_VERSION, log: Log = _stderr) -> Path:
+def build_topology_jar(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """Build the jar of the current sources now (offline first) and return its path."""
     out = jar_path(version)
     build_dir = JAR_DIR / f"build-{out.stem.rsplit('-', 1)[-1]}"
@@ -115,12 +82,12 @@ def build_topology_jar(version: str = STORM_VERSION, log: Log = _stderr) -> Path
     return out
 
 
-def ensure_topology_jar(version: str = STORM_VERSION, log: Log = _stderr) -> Path:
+def ensure_topology_jar(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """The jar of the current sources, built first if it is missing."""
     out = jar_path(version)
     if out.is_file():
         return out
-    with _build_lock():
+    with build_lock(JAR_DIR / ".build.lock"):
         if out.is_file():
             return out
         return build_topology_jar(version, log)
