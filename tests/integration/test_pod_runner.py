@@ -17,11 +17,15 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.harness.kubernetes import cpuspin
+from stormscale.operator.adapters.kube import pods_from
+from stormscale.storm.samples.reader import SampleReader
+from stormscale.storm.samples.reader import Window as SampleWindow
+from tests.harness.kubernetes import cadvisor, cpuspin
 from tests.harness.kubernetes.cgroups import CpuCgroup, cpu_root, is_v2
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, RunningReplica
 from tests.harness.process import pid_gone
+from tests.harness.prometheus.server import Prometheus, StaticJob
 
 pytestmark = pytest.mark.integration
 
@@ -273,3 +277,54 @@ def test_a_replica_that_dies_is_restarted_in_its_cgroup(
     wait_for(lambda: again.proc.pid in again.cgroup.pids(), 5, "the new process in the same cgroup")
     control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
     wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the cgroup to go")
+
+
+def test_pods_get_their_replicas_address_and_prometheus_scrapes_their_cpu_as_from_a_kubelet(
+    control_plane: ControlPlane,
+    pod_runner_factory: Callable[..., PodRunner],
+    kube_api: client.ApiClient,
+    prometheus: Prometheus,
+    namespace: str,
+) -> None:
+    """Two 300m spin loops: each Pod's ``status.podIP`` is its replica's announced address, and the
+    product's own cAdvisor reader (the operator's) gets from Prometheus each pod's CPU ≈ its limit."""
+    name, label = "kubelet", {"stormscale.io/kubelet": "yes"}
+
+    def launcher(replica: Replica) -> Command:
+        argv = [sys.executable, cpuspin.__file__, "spin"]
+        return Command(argv, pod_ip=f"127.0.3.{replica.index + 1}")
+
+    runner = pod_runner_factory(launcher=launcher, label_selector="stormscale.io/kubelet=yes")
+    manifest = deployment(name, 2, "300m", "spin")
+    manifest["metadata"]["labels"] = label
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(manifest))
+    core, apps = client.CoreV1Api(kube_api), client.AppsV1Api(kube_api)
+
+    def pods() -> list[dict[str, Any]]:
+        listing = core.list_namespaced_pod(namespace, label_selector=f"app={name}")
+        return list(kube_api.sanitize_for_serialization(listing)["items"])
+
+    def addressed() -> bool:
+        return sorted((p.get("status") or {}).get("podIP", "") for p in pods()) == ["127.0.3.1", "127.0.3.2"]
+
+    wait_for(addressed, SCALE_TIMEOUT_S, "both Pods Ready with their replicas' addresses")
+    bound = {r.pod: r.command.pod_ip for r in live(runner, namespace, name)}
+    assert bound == {p["metadata"]["name"]: p["status"]["podIP"] for p in pods()}
+
+    prometheus.set_jobs([StaticJob("kubelet", [runner.cadvisor_target], cadvisor.PATH)])
+    try:
+        prometheus.wait_for('up{job="kubelet"} == 1', timeout_s=30)
+        start = int(time.time())
+        time.sleep(16)
+        end = int(time.time())
+        found = kube_api.sanitize_for_serialization(apps.read_namespaced_deployment(name, namespace))
+        worker_pods = pods_from(found, pods())
+        cpu = SampleReader(prometheus.url).pod_cpu(namespace, worker_pods, SampleWindow(start, end, 2))
+    finally:
+        prometheus.set_jobs([])
+    assert set(cpu) == set(bound)
+    for pod_name, series in cpu.items():
+        (t0, u0), *_, (t1, u1) = sorted(series.usage.items())
+        cores = (u1 - u0) / ((t1 - t0) / 1000)
+        assert 0.25 <= cores <= 0.33, f"{pod_name}: {cores:.3f} cores at a 300m limit"
+        assert set(series.limit.values()) == {0.3}

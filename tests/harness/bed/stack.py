@@ -1,12 +1,14 @@
 """The whole test bed in one object, for the end-to-end test and the demo.
 
 A :class:`Stack` starts, in order: the Kubernetes control plane, ZooKeeper + Nimbus (no Supervisor of
-its own), Prometheus, the Stormscale exporter (scraped by Prometheus), and a pod runner that runs every
-replica of a labelled worker Deployment as a Storm Supervisor (one slot) in a cgroup whose CPU quota is
-the pod's CPU limit. It installs the CRD and one namespace. On top of it, :meth:`Stack.deploy` starts a
-benchmark topology on its worker pods and :meth:`Stack.start_operator` runs the operator as its own
-process (``kopf run``), exactly as a user would run it outside a cluster. Everything stops, in
-reverse order, when the stack does.
+its own), Prometheus, the Stormscale exporter, and a pod runner that runs every replica of a labelled
+worker Deployment as a Storm Supervisor (one slot) in a cgroup whose CPU quota is the pod's CPU
+limit; the pod's ``podIP`` is the address its Supervisor announces, and Prometheus scrapes the
+exporter and the pod runner's ``/metrics/cadvisor`` (the pods' CPU, as from a kubelet). It installs
+the CRD and one namespace. On top of it, :meth:`Stack.deploy` starts a benchmark topology on its
+worker pods and :meth:`Stack.start_operator` runs the operator as its own process (``kopf run``),
+exactly as a user would run it outside a cluster. Everything stops, in reverse order, when the
+stack does.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from kubernetes import client, config
 
 from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
-from tests.harness.kubernetes import binaries
+from tests.harness.kubernetes import binaries, cadvisor
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.paths import REPO_ROOT
@@ -186,6 +188,7 @@ class Stack:
             stop_grace_s=10,
         ).start()
         self._exit.callback(self.pods.stop)
+        self._scrape()
         self._step("CRD and namespace")
         self.plane.kubectl("apply", "-f", str(CRD))
         self.plane.kubectl(
@@ -194,14 +197,23 @@ class Stack:
         self.plane.kubectl("create", "namespace", self.namespace)
 
     def _supervisor(self, replica: Replica) -> Command:
+        """A worker pod's Supervisor; it announces its pod's address (``storm.local.hostname``)."""
         spec = self.storm.launcher(replica)
-        return Command(list(spec.argv), dict(spec.env), spec.cwd)
+        return Command(list(spec.argv), dict(spec.env), spec.cwd, pod_ip=str(spec.extra["host"]))
 
     def _start_exporter(self) -> None:
         log = self.run_dir / "exporter.log"
         self.exporter_url = self._exit.enter_context(running_exporter(self.storm.endpoints, log))
+
+    def _scrape(self) -> None:
+        """Prometheus scrapes the exporter and, as it would a kubelet, the pod runner's cAdvisor."""
         port = self.exporter_url.rsplit(":", 1)[1]
-        self.prometheus.set_jobs([StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"])])
+        self.prometheus.set_jobs(
+            [
+                StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"]),
+                StaticJob("kubelet", [self.pods.cadvisor_target], cadvisor.PATH),
+            ]
+        )
 
     # --- the topology and its worker pods -------------------------------------------------------
 

@@ -9,9 +9,16 @@ runs comes from a launcher callable (default: the container's ``command`` + ``ar
 CPU limit or request is applied in place to the running replicas' cgroups; other template changes
 reach only replicas started later.
 
-With kube-controller-manager running, Deployments own ReplicaSets and Pods; the runner marks as many
-of those Pods Ready (newest first) as it has live replicas, so Deployment status (readyReplicas,
-availableReplicas) reflects the processes, computed by the real controllers.
+With kube-controller-manager running, Deployments own ReplicaSets and Pods; the runner binds each
+live replica to one of those Pods (newest Pods first, a binding kept while both live) and marks the
+bound Pods Ready and the others not, so Deployment status (readyReplicas, availableReplicas) reflects
+the processes, computed by the real controllers. A bound Pod's ``status.podIP`` is the address its
+replica announces (the launcher's ``Command.pod_ip``; for a Storm Supervisor its
+``storm.local.hostname``), as a kubelet records the pod's address.
+
+Like a kubelet, the runner serves the bound replicas' CPU in cAdvisor's names at
+``http://127.0.0.1:<cadvisor_port>/metrics/cadvisor`` (see :mod:`.cadvisor`), from each cgroup's own
+CPU accounting, for a Prometheus to scrape.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from tests.harness.kubernetes import cadvisor
 from tests.harness.kubernetes.cgroups import CpuCgroup, CpuResources, parse_cpu_millis, remove_if_empty
+from tests.harness.process import free_port
 
 LOG = logging.getLogger(__name__)
 DEFAULT_SELECTOR = "stormscale.io/pod-runner=true"
@@ -82,6 +91,8 @@ class Command:
     argv: list[str]
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    #: The address the process announces (its Pod's ``status.podIP`` once bound); None: none.
+    pod_ip: str | None = None
 
 
 Launcher = Callable[[Replica], Command]
@@ -110,6 +121,28 @@ class RunningReplica:
     proc: subprocess.Popen[bytes]
     started_at: float
     restarts: int = 0
+    #: The Pod (API object name) this replica is, once bound; None while unbound.
+    pod: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.proc.poll() is None
+
+    def container_cpu(self) -> cadvisor.ContainerCpu | None:
+        """Its CPU as a kubelet's cAdvisor reports it (None: not bound to a Pod, or not running)."""
+        if self.pod is None or not self.live:
+            return None
+        quota, period = self.cgroup.limit()
+        return cadvisor.ContainerCpu(
+            namespace=self.replica.namespace,
+            pod=self.pod,
+            container=str(self.replica.container.get("name", "")),
+            image=str(self.replica.container.get("image", "")),
+            cgroup="/" + "/".join(self.cgroup.path.parts[-2:]),  # <parent>/<name> under the root
+            usage_seconds=self.cgroup.usage_us() / 1e6,
+            quota_us=quota,
+            period_us=period,
+        )
 
 
 def first_container(deployment: Json) -> Json:
@@ -146,6 +179,7 @@ class PodRunner:
         cgroup_parent: str = DEFAULT_CGROUP_PARENT,
         mark_pods_ready: bool = True,
         stop_grace_s: float = STOP_GRACE_S,
+        cadvisor_port: int | None = None,
     ) -> None:
         self._api = api
         self._apps = client.AppsV1Api(api)
@@ -160,24 +194,45 @@ class PodRunner:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.cadvisor_port = cadvisor_port or free_port()
+        self._serving = contextlib.ExitStack()
+
+    @property
+    def cadvisor_target(self) -> str:
+        """``host:port`` of the kubelet-like endpoint (path :data:`cadvisor.PATH`)."""
+        return f"127.0.0.1:{self.cadvisor_port}"
 
     def start(self) -> PodRunner:
-        """Start the watch loop in a daemon thread."""
+        """Serve ``/metrics/cadvisor``, then start the watch loop in a daemon thread."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._serving.enter_context(cadvisor.serving(self.containers_cpu, self.cadvisor_port))
         self._thread = threading.Thread(target=self._loop, name="pod-runner", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop watching, then stop every replica and remove its cgroup."""
+        """Stop watching and serving, then stop every replica and remove its cgroup."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=WATCH_WINDOW_S + 30)
+        self._serving.close()
         with self._lock:
             for running in self._replicas.values():
                 self._scale_down(running, 0)
             self._replicas.clear()
         remove_if_empty(self._cgroup_parent)
+
+    def containers_cpu(self) -> list[cadvisor.ContainerCpu]:
+        """The CPU of every replica bound to a Pod (what ``/metrics/cadvisor`` serves)."""
+        with self._lock:
+            running = [r for replicas in self._replicas.values() for r in replicas]
+        out = []
+        for replica in running:
+            with contextlib.suppress(OSError):  # stopped (its cgroup removed) since the copy
+                cpu = replica.container_cpu()
+                if cpu is not None:
+                    out.append(cpu)
+        return out
 
     def replicas(self, namespace: str, deployment: str) -> list[RunningReplica]:
         """The replicas of one Deployment by index (a copy), live or waiting to be restarted."""
@@ -234,9 +289,8 @@ class PodRunner:
                     replica.replica = dataclasses.replace(replica.replica, cpu=cpu)
             self._scale_down(running, desired)
             self._scale_up(key, running, desired, deployment)
-            live = sum(1 for r in running if r.proc.poll() is None)
         if self._mark_pods_ready:
-            self._mark_pods(deployment, live)
+            self._bind_pods(deployment, key)
         return key
 
     def _scale_down(self, running: list[RunningReplica], desired: int) -> None:
@@ -294,33 +348,60 @@ class PodRunner:
         replica.proc.wait()
         replica.cgroup.remove()
 
-    def _mark_pods(self, deployment: Json, live: int) -> None:
-        """Mark the ``live`` newest Pods of the Deployment Ready and the others not Ready."""
+    def _bind_pods(self, deployment: Json, key: tuple[str, str]) -> None:
+        """Bind live replicas to the Deployment's Pods; mark bound Pods Ready with their replica's
+        address and the others not Ready."""
         namespace = deployment["metadata"]["namespace"]
         selector = match_labels_selector(deployment)
         if not selector:
             return
         listing = self._core.list_namespaced_pod(namespace, label_selector=selector)
-        pods = self._api.sanitize_for_serialization(listing)["items"]
-        pods = [p for p in pods if "deletionTimestamp" not in p["metadata"]]
-        pods.sort(key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]), reverse=True)
-        for rank, pod in enumerate(pods):
-            if _is_ready(pod) != (rank < live):
-                self._set_ready(namespace, pod["metadata"]["name"], rank < live)
+        pods = [p for p in self._api.sanitize_for_serialization(listing)["items"] if _is_current(p)]
+        with self._lock:
+            wanted = bind(self._replicas.get(key, []), pods)
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            ip = wanted.get(name)
+            if _is_ready(pod) != (name in wanted) or _pod_ip(pod) != ip:
+                self._set_ready(namespace, name, name in wanted, ip)
 
-    def _set_ready(self, namespace: str, pod: str, ready: bool) -> None:
-        """Set the Pod's phase to Running and its Ready conditions (the kubelet's job)."""
+    def _set_ready(self, namespace: str, pod: str, ready: bool, ip: str | None) -> None:
+        """Set the Pod's phase to Running, its Ready conditions and its address (the kubelet's job)."""
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         status = "True" if ready else "False"
         conditions = [
             {"type": t, "status": status, "lastTransitionTime": now} for t in ("Ready", "ContainersReady")
         ]
-        body = {"status": {"phase": "Running", "startTime": now, "conditions": conditions}}
+        body = {
+            "status": {
+                "phase": "Running",
+                "startTime": now,
+                "conditions": conditions,
+                "podIP": ip,
+                "podIPs": None if ip is None else [{"ip": ip}],
+            }
+        }
         try:
             self._core.patch_namespaced_pod_status(pod, namespace, body)
         except ApiException as err:
             if err.status != 404:  # the Pod may be gone already
                 raise
+
+
+def bind(running: list[RunningReplica], pods: list[Json]) -> dict[str, str | None]:
+    """Keep each live replica's Pod while that Pod exists; give unbound live replicas (lowest index
+    first) the newest unbound Pods. Returns bound Pod name → its replica's ``pod_ip``."""
+    names = {p["metadata"]["name"] for p in pods}
+    for replica in running:
+        if replica.pod not in names or not replica.live:
+            replica.pod = None
+    taken = {r.pod for r in running if r.pod is not None}
+    newest_first = sorted(pods, key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+    free = [p["metadata"]["name"] for p in reversed(newest_first) if p["metadata"]["name"] not in taken]
+    for replica in running:
+        if replica.live and replica.pod is None and free:
+            replica.pod = free.pop(0)
+    return {r.pod: r.command.pod_ip for r in running if r.pod is not None}
 
 
 def _spawn(replica: Replica, group: CpuCgroup, command: Command) -> subprocess.Popen[bytes]:
@@ -343,6 +424,16 @@ def _spawn(replica: Replica, group: CpuCgroup, command: Command) -> subprocess.P
 
 def _key(deployment: Json) -> tuple[str, str]:
     return deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+
+
+def _is_current(pod: Json) -> bool:
+    """Not being deleted."""
+    return "deletionTimestamp" not in pod["metadata"]
+
+
+def _pod_ip(pod: Json) -> str | None:
+    ip: str | None = (pod.get("status") or {}).get("podIP")
+    return ip
 
 
 def _is_ready(pod: Json) -> bool:
