@@ -7,6 +7,7 @@ import os
 import secrets
 import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from stormscale.operator.adapters.kube import pods_from
 from stormscale.storm.samples.reader import SampleReader
 from stormscale.storm.samples.reader import Window as SampleWindow
 from tests.harness.kubernetes import cadvisor, cpuspin
-from tests.harness.kubernetes.cgroups import CpuCgroup, cpu_root, is_v2
+from tests.harness.kubernetes.cgroups import CpuCgroup, QuotaUse, cpu_root, daemons_group, is_v2
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, RunningReplica
 from tests.harness.process import pid_gone
@@ -328,3 +329,42 @@ def test_pods_get_their_replicas_address_and_prometheus_scrapes_their_cpu_as_fro
         cores = (u1 - u0) / ((t1 - t0) / 1000)
         assert 0.25 <= cores <= 0.33, f"{pod_name}: {cores:.3f} cores at a 300m limit"
         assert set(series.limit.values()) == {0.3}
+
+
+def test_a_pod_gets_its_quota_while_the_daemons_group_spins_on_every_core(
+    control_plane: ControlPlane, pod_runner: PodRunner, namespace: str
+) -> None:
+    """The bed's guarantee (docs/testbed.md): in the daemons' cgroup two spin loops want both cores,
+    and a 500m pod, saturated, still receives ≥ 90 % of its quota. Leaving the group puts this
+    process back where it was."""
+    name, millis = "guaranteed", 500
+    control_plane.kubectl(
+        "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, f"{millis}m", "spin"))
+    )
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    group = live(pod_runner, namespace, name)[0].cgroup
+    outside = cgroup_of(os.getpid())
+    with daemons_group(f"test-{os.getpid()}") as daemons:
+        assert cgroup_of(os.getpid()) == f"/stormscale-daemons/{daemons.path.name}"
+        spinners = [
+            subprocess.Popen([sys.executable, cpuspin.__file__, "spin"], stdout=subprocess.DEVNULL)
+            for _ in range(2)
+        ]
+        try:
+            assert all(cgroup_of(p.pid) == cgroup_of(os.getpid()) for p in spinners)
+            time.sleep(2.0)
+            before, start = group.bandwidth(), time.monotonic()
+            busy_before = daemons.usage_us()
+            time.sleep(8.0)
+            use = QuotaUse.between(before, group.bandwidth(), time.monotonic() - start, millis / 1000)
+            daemons_cores = (daemons.usage_us() - busy_before) / 1e6 / 8.0
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+    print(f"pod: {use}; daemons' group: {daemons_cores:.2f} cores")
+    assert cgroup_of(os.getpid()) == outside
+    assert not daemons.path.exists()
+    assert daemons_cores > 1.0  # the competition was real
+    assert use.saturated
+    assert use.received_share >= 0.9, use

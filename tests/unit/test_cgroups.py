@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.harness.kubernetes.cgroups import (
+    Bandwidth,
     CpuCgroup,
     CpuResources,
+    QuotaUse,
     parse_cpu_millis,
     quota_us,
     shares,
@@ -127,3 +129,15 @@ def test_v1_without_cpuacct_and_v2_have_no_twin(tmp_path: Path) -> None:
 def _mkdir(path: Path) -> Path:
     path.mkdir()
     return path
+
+
+def test_quota_use_between_two_readings() -> None:
+    before, after = Bandwidth(1_000_000, 100, 10), Bandwidth(1_950_000, 150, 55)
+    use = QuotaUse.between(before, after, seconds=5.0, quota_cores=0.2)
+    assert use.received_cores == pytest.approx(0.19)
+    assert use.received_share == pytest.approx(0.95)
+    assert use.throttled_share == pytest.approx(0.9)
+    assert use.saturated
+    idle = QuotaUse.between(after, Bandwidth(2_000_000, 160, 56), seconds=5.0, quota_cores=0.2)
+    assert not idle.saturated
+    assert QuotaUse.between(after, after, seconds=5.0, quota_cores=0.2).throttled_share == 0.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.harness.bed.stack import Scenario
 
 #: The thesis's linear shape (seed 000 Table 6.1: 1 → 2 → 3 → 4) under a load that congests it.
@@ -59,3 +61,37 @@ CONGESTED_LINEAR = Scenario(
     step="20s",
     settle="60s",
 )
+
+
+#: The same congested linear shape with the project's JVM components (the common case: JVM bolts).
+#: Costs per tuple are CPU time of the bolt's thread, so a 200m unit executes 0.2 s / cost tuples/s
+#: less the worker's own overhead: 2 → 25/s, 3 → 16/s, 4 → 66/s per unit; the spout offers 48/s.
+#: Expected course (backpressure model, ~85 % of a unit for the bolt): 3 is the bottleneck at ~13/s;
+#: +1 unit on 3 makes 2 the bottleneck (~21/s); then 2, then 3 again. Storm settings as above.
+#: At most 200 tuples in flight (not 50): JVM bolts keep up with backpressure without the unbounded
+#: backlog the multilang ones built, and with 50 the pending bound, not the bottleneck, set the pace
+#: at budget 3 (measured: 25.9/s with every bolt pod idle part of the time).
+JVM_CONF = {**CONGESTED_LINEAR.storm_conf, "topology.max.spout.pending": 200}
+JVM_LINEAR = dataclasses.replace(CONGESTED_LINEAR, name="e2e-jvm-linear", language="jvm", storm_conf=JVM_CONF)
+
+#: A diamond (1 → {2, 3} → 4, the spout alternating its two streams) whose next budget depends on a
+#: branch that is not saturated at the start: 3 (10 ms/tuple, ~17/s per unit) holds the spout, and
+#: so branch 2, to its pace; 2 (6 ms/tuple, ~28/s per unit) runs at about 60 % busy; with one more
+#: unit on 3, 2 becomes the bottleneck. The sink (2 ms/tuple) has room for both branches.
+JVM_DIAMOND = dataclasses.replace(
+    CONGESTED_LINEAR,
+    shape="diamond",
+    name="e2e-jvm-diamond",
+    language="jvm",
+    storm_conf=JVM_CONF,
+    properties={
+        **CONGESTED_LINEAR.properties,
+        "c1.rate": 120,
+        "c2.cost_us": 6000,
+        "c3.cost_us": 10000,
+        "c4.cost_us": 2000,
+    },
+)
+
+#: By name, for the accuracy report's ``--scenario``.
+SCENARIOS = {"multilang-linear": CONGESTED_LINEAR, "jvm-linear": JVM_LINEAR, "jvm-diamond": JVM_DIAMOND}

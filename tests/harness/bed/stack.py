@@ -28,6 +28,7 @@ from kubernetes import client, config
 from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
 from tests.harness.kubernetes import binaries, cadvisor
+from tests.harness.kubernetes.cgroups import CpuCgroup, daemons_group
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.paths import REPO_ROOT
@@ -43,6 +44,9 @@ OPERATOR_STOP_GRACE_S = 15.0
 WORKERS_LABEL = "stormscale.io/storm-workers"
 SUPERVISORS_TIMEOUT_S = 300.0
 APPLY_TIMEOUT_S = 600.0
+OVERHEAD_WARM_S = 30.0
+OVERHEAD_DRAIN_S = 15.0
+OVERHEAD_WINDOW_S = 20.0
 Log = Callable[[str], None]
 
 
@@ -52,6 +56,8 @@ class Scenario:
 
     shape: str = "linear"
     name: str = "e2e-linear"
+    #: ``multilang`` (Python components) or ``jvm`` (the project's Java components).
+    language: str = "multilang"
     unit_cpu: str = "250m"
     properties: Mapping[str, object] = field(default_factory=dict)
     #: Storm settings for the topology and the Supervisors (worker side), e.g. wait strategies.
@@ -95,7 +101,9 @@ def worker_deployment(scenario: Scenario, replicas: int) -> dict[str, Any]:
     }
 
 
-def storm_topology(scenario: Scenario, nimbus_port: int, prometheus: str, budget: int) -> dict[str, Any]:
+def storm_topology(
+    scenario: Scenario, nimbus_port: int, prometheus: str, budget: int, pod_overhead_cpu: str = "0"
+) -> dict[str, Any]:
     """The StormTopology resource for ``scenario`` at ``budget`` (Manual mode)."""
     return {
         "apiVersion": "stormscale.io/v1alpha1",
@@ -104,7 +112,11 @@ def storm_topology(scenario: Scenario, nimbus_port: int, prometheus: str, budget
         "spec": {
             "topologyName": scenario.name,
             "nimbus": {"host": "127.0.0.1", "port": nimbus_port},
-            "workers": {"deployment": scenario.deployment, "slotsPerPod": 1},
+            "workers": {
+                "deployment": scenario.deployment,
+                "slotsPerPod": 1,
+                "podOverheadCPU": pod_overhead_cpu,
+            },
             "metrics": {
                 "prometheus": prometheus,
                 "window": scenario.window,
@@ -148,7 +160,10 @@ class Stack:
         self.storm: StormCluster
         self.prometheus: Prometheus
         self.pods: PodRunner
+        self.daemons: CpuCgroup
         self.exporter_url = ""
+        #: scenario name → its worker pods' overhead as measured by :meth:`measure_pod_overhead`.
+        self.pod_overhead: dict[str, str] = {}
 
     def __enter__(self) -> Stack:
         try:
@@ -166,7 +181,10 @@ class Stack:
         return time.monotonic()
 
     def start(self) -> None:
-        """Start every part, each after the previous one is ready."""
+        """Start every part, each after the previous one is ready; the daemons (and this process)
+        in a CPU cgroup of their own, so that the pods' quotas are theirs."""
+        self._step("the daemons' CPU cgroup (pods get their quotas first)")
+        self.daemons = self._exit.enter_context(daemons_group())
         self._step("Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
         bins = binaries.ensure_binaries()
         (self.run_dir / "kube").mkdir(parents=True, exist_ok=True)
@@ -228,17 +246,68 @@ class Stack:
             f"worker Deployment {scenario.deployment}: {replicas} pods at {scenario.unit_cpu} CPU each"
         )
         self.kubectl_apply(worker_deployment(scenario, replicas))
-        wait_for(lambda: self.supervisors() >= replicas, SUPERVISORS_TIMEOUT_S, f"{replicas} Supervisors")
+        wait_for(
+            lambda: self.supervisors(scenario) >= replicas, SUPERVISORS_TIMEOUT_S, f"{replicas} Supervisors"
+        )
         self._step(f"topology {scenario.name} ({scenario.shape}), one executor per component")
         props = {**scenario.properties, "topology.name": scenario.name, "topology.workers": replicas}
         props["metrics.sd.dir"] = str(self.prometheus.sd_dir)
-        topology = submit(self.storm.endpoints, scenario.shape, props, conf=scenario.storm_conf)
+        topology = submit(
+            self.storm.endpoints, scenario.shape, props, conf=scenario.storm_conf, language=scenario.language
+        )
         self._exit.callback(kill, self.storm.endpoints, topology.name)
+        self.measure_pod_overhead(scenario)
         return topology
 
-    def supervisors(self) -> int:
-        """Supervisors Nimbus lists now."""
-        return len(self.nimbus().cluster_summary().supervisors)
+    def measure_pod_overhead(self, scenario: Scenario) -> str:
+        """What a worker pod uses whatever its tuples, as a user would measure it for the spec's
+        ``workers.podOverheadCPU``: the topology deactivated (no tuples), the pods' mean CPU over
+        :data:`OVERHEAD_WINDOW_S` once warm (JIT) and drained. Kept for the StormTopology."""
+        time.sleep(OVERHEAD_WARM_S)
+        self.nimbus().deactivate(scenario.name)
+        try:
+            time.sleep(OVERHEAD_DRAIN_S)
+            groups = self.pod_cgroups(scenario)
+            before, start = {n: g.usage_us() for n, g in groups.items()}, time.monotonic()
+            time.sleep(OVERHEAD_WINDOW_S)
+            seconds = time.monotonic() - start
+            cores = [(g.usage_us() - before[n]) / 1e6 / seconds for n, g in groups.items()]
+        finally:
+            self.nimbus().activate(scenario.name)
+        quantity = f"{round(1000 * sum(cores) / len(cores))}m"
+        self.log(f"[stack] pods' overhead (deactivated, {OVERHEAD_WINDOW_S:.0f} s): {quantity} per pod")
+        self.pod_overhead[scenario.name] = quantity
+        return quantity
+
+    def undeploy(self, scenario: Scenario) -> None:
+        """Remove what :meth:`deploy` and the scaling made: the StormTopology (the operator lets go),
+        the topology, then the worker Deployment, whose pods' processes end."""
+        self._step(f"removing {scenario.name}: its StormTopology, topology and worker pods")
+        self.plane.kubectl(
+            "delete", "stormtopology", scenario.name, "-n", self.namespace, "--ignore-not-found"
+        )
+        kill(self.storm.endpoints, scenario.name)
+        self.plane.kubectl(
+            "delete", "deployment", scenario.deployment, "-n", self.namespace, "--ignore-not-found"
+        )
+        wait_for(
+            lambda: not self.pods.replicas(self.namespace, scenario.deployment),
+            SUPERVISORS_TIMEOUT_S,
+            f"{scenario.deployment}'s pods to stop",
+        )
+
+    def pod_cgroups(self, scenario: Scenario) -> dict[str, CpuCgroup]:
+        """The worker pods' cgroups now, by replica name."""
+        return {r.replica.name: r.cgroup for r in self.pods.replicas(self.namespace, scenario.deployment)}
+
+    def supervisors(self, scenario: Scenario) -> int:
+        """Supervisors Nimbus lists now on ``scenario``'s worker pods (their hosts are the pods' IPs;
+        those of pods stopped before stay listed until Nimbus times them out)."""
+        listing = client.CoreV1Api(self.api).list_namespaced_pod(
+            self.namespace, label_selector=f"app={scenario.deployment}"
+        )
+        ips = {pod.status.pod_ip for pod in listing.items if pod.status and pod.status.pod_ip}
+        return sum(1 for s in self.nimbus().cluster_summary().supervisors if s.host in ips)
 
     def kubectl_apply(self, resource: Mapping[str, Any]) -> None:
         self.plane.kubectl("apply", "-n", self.namespace, "-f", "-", stdin=json.dumps(resource))
@@ -260,7 +329,8 @@ class Stack:
 
     def apply_budget(self, scenario: Scenario, budget: int) -> None:
         nimbus_port = self.storm.endpoints.nimbus_port
-        self.kubectl_apply(storm_topology(scenario, nimbus_port, self.prometheus.url, budget))
+        overhead = self.pod_overhead.get(scenario.name, "0")
+        self.kubectl_apply(storm_topology(scenario, nimbus_port, self.prometheus.url, budget, overhead))
 
     def status(self, scenario: Scenario) -> dict[str, Any]:
         text = self.plane.kubectl("get", "stormtopology", scenario.name, "-n", self.namespace, "-o", "json")

@@ -1,7 +1,8 @@
 """A live stack at a steady state: the topology runs as planned, its sinks' rate, its profile.
 
 - ``wait_running``: Storm runs the expected number of workers and every executor reports.
-- ``sink_rate``: the sinks' executed tuples/s from Nimbus's own counters (independent of Prometheus).
+- ``sink_rate``: the sinks' executed tuples/s from Nimbus's own counters (independent of Prometheus),
+  and how each worker pod fared against its CPU quota meanwhile (from its cgroup's ``cpu.stat``).
 - ``profile_now``: the profile exactly as the operator takes it (same profiler, window, step, settle).
 - ``applied_events``: the Normal ScalingApplied events the operator posted for a budget.
 """
@@ -9,15 +10,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
 
-from stormscale.operator.adapters.profiler import NimbusGraphs, PrometheusProfiler
+from stormscale.operator.adapters.kube import KubePods
+from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.storm.model import ALL_TIME
-from stormscale.storm.samples.reader import SampleReader
 from tests.harness.bed.measure import SinkCounter, rate_over
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
+from tests.harness.kubernetes.cgroups import QuotaUse, parse_cpu_millis
 
 MEASURE_S = 90.0
 PROFILE_TIMEOUT_S = 300.0
@@ -37,16 +39,36 @@ def wait_running(stack: Stack, scenario: Scenario, total_units: int) -> None:
     wait_for(running, RUNNING_TIMEOUT_S, f"{total_units} workers running", every_s=2.0)
 
 
-def sink_rate(stack: Stack, topology_id: str, sinks: Sequence[str], window_s: float = MEASURE_S) -> float:
-    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates."""
-    return rate_over(SinkCounter(stack.nimbus(), topology_id, tuple(sinks)), window_s).rate
+def sink_rate(
+    stack: Stack, scenario: Scenario, topology_id: str, window_s: float = MEASURE_S
+) -> tuple[float, dict[str, QuotaUse]]:
+    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates, and each
+    worker pod's use of its quota over the same wall time."""
+    groups = stack.pod_cgroups(scenario)
+    before, start = {name: g.bandwidth() for name, g in groups.items()}, time.monotonic()
+    rate = rate_over(SinkCounter(stack.nimbus(), topology_id, scenario.sinks), window_s).rate
+    seconds = time.monotonic() - start
+    quota_cores = parse_cpu_millis(scenario.unit_cpu) / 1000
+    use = {
+        name: QuotaUse.between(before[name], g.bandwidth(), seconds, quota_cores)
+        for name, g in groups.items()
+    }
+    return rate, use
 
 
 def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
-    """The profile exactly as the operator takes it (same profiler, same window, step and settle)."""
-    policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0)["spec"])
-    profiler = PrometheusProfiler(
-        SampleReader(stack.prometheus.url), NimbusGraphs(stack.nimbus()), policy.step_s, policy.settle_s
+    """The profile exactly as the operator takes it (same profiler, window, step and settle, and busy
+    time from the worker pods' CPU)."""
+    overhead = stack.pod_overhead.get(scenario.name, "0")
+    policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0, overhead)["spec"])
+    workers = (KubePods(stack.api), stack.namespace, scenario.deployment)
+    profiler = prometheus_profiler(
+        stack.prometheus.url,
+        stack.nimbus(),
+        policy.step_s,
+        policy.settle_s,
+        workers=workers,
+        pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
     )
 
     def attempt() -> MeasuredProfile | None:

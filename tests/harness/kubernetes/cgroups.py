@@ -14,6 +14,11 @@ cpu.weight).
 The CPU time a replica received is the cgroup's own usage counter: v2 ``cpu.stat`` usage_usec; v1
 ``cpuacct.usage``, from a twin group of the same name in the ``cpuacct`` hierarchy when that
 controller is mounted apart from ``cpu`` (replicas join both groups).
+
+The test bed's own daemons (API server, etcd, ZooKeeper, Nimbus, Prometheus, the exporter, the
+operator, the test process) go into one cgroup of their own, :func:`daemons_group`, with the default
+weight: next to the pods' parent (the maximum weight) they get what the pods' quotas leave, and the
+pods get their quotas as long as the quotas add up to less than the machine's CPUs.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,13 +98,21 @@ class CpuCgroup:
     acct: Path | None = None
 
     @classmethod
-    def create(cls, parent: str, name: str, cpu: CpuResources, fs: Path = CGROUP_FS) -> CpuCgroup:
-        """Make ``<cpu root>/<parent>/<name>`` with the given limit and request."""
+    def create(
+        cls,
+        parent: str,
+        name: str,
+        cpu: CpuResources,
+        fs: Path = CGROUP_FS,
+        parent_shares: int = MAX_SHARES,
+    ) -> CpuCgroup:
+        """Make ``<cpu root>/<parent>/<name>`` with the given limit and request (a new parent gets
+        ``parent_shares``)."""
         v2 = is_v2(fs)
         parent_group = cls(cpu_root(fs) / parent, v2)
         if not parent_group.path.is_dir():
             parent_group.path.mkdir(exist_ok=True)
-            parent_group.set_shares(MAX_SHARES)
+            parent_group.set_shares(parent_shares)
         if v2:
             _enable_cpu_controller(fs, parent_group.path)
         acct = acct_root(fs)
@@ -157,6 +171,11 @@ class CpuCgroup:
         """How many CFS periods the cgroup was throttled in (cpu.stat nr_throttled)."""
         return _stat(self.path / "cpu.stat", "nr_throttled")
 
+    def bandwidth(self) -> Bandwidth:
+        """The counters that say whether the group got its quota: usage, periods, throttled periods."""
+        stat = self.path / "cpu.stat"
+        return Bandwidth(self.usage_us(), _stat(stat, "nr_periods"), _stat(stat, "nr_throttled"))
+
     def usage_us(self) -> int:
         """CPU time the group's processes received so far, in µs (the kernel's usage counter)."""
         if self.v2:
@@ -198,6 +217,45 @@ class CpuCgroup:
             _rmdir(directory, timeout_s)
 
 
+@dataclass(frozen=True)
+class Bandwidth:
+    """A cgroup's CPU counters at one moment (µs used; CFS periods with the group runnable, and those
+    in which it hit its quota)."""
+
+    usage_us: int
+    periods: int
+    throttled: int
+
+
+@dataclass(frozen=True)
+class QuotaUse:
+    """How a group with a quota fared between two :class:`Bandwidth` readings ``seconds`` apart."""
+
+    quota_cores: float
+    received_cores: float  # CPU seconds used per wall second
+    throttled_share: float  # throttled periods / runnable periods (0 when never runnable)
+
+    #: A group throttled in at least half its runnable periods wanted more than its quota.
+    SATURATED = 0.5
+
+    @classmethod
+    def between(cls, before: Bandwidth, after: Bandwidth, seconds: float, quota_cores: float) -> QuotaUse:
+        """received = Δusage / Δt; throttled share = Δthrottled / Δperiods."""
+        periods = after.periods - before.periods
+        throttled = (after.throttled - before.throttled) / periods if periods > 0 else 0.0
+        return cls(quota_cores, (after.usage_us - before.usage_us) / 1e6 / seconds, throttled)
+
+    @property
+    def saturated(self) -> bool:
+        """It wanted more than its quota in most periods."""
+        return self.throttled_share >= self.SATURATED
+
+    @property
+    def received_share(self) -> float:
+        """What it received as a fraction of its quota."""
+        return self.received_cores / self.quota_cores
+
+
 def _rmdir(directory: Path, timeout_s: float) -> None:
     """Remove an empty cgroup directory, retrying while the kernel still holds it."""
     deadline = time.monotonic() + timeout_s
@@ -227,6 +285,44 @@ def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
         control = directory / "cgroup.subtree_control"
         if "cpu" not in control.read_text().split():
             control.write_text("+cpu")
+
+
+DAEMONS_PARENT = "stormscale-daemons"
+DEFAULT_SHARES = 1024
+
+
+@contextlib.contextmanager
+def daemons_group(name: str | None = None, fs: Path = CGROUP_FS) -> Iterator[CpuCgroup]:
+    """Move this process, and so every process it starts from now on, into the CPU cgroup
+    ``stormscale-daemons/<name>`` (default weight, no quota); move it back and remove the group at exit.
+
+    Processes it started before stay where they are; so do pod replicas, which join their own groups.
+    """
+    group = CpuCgroup.create(
+        DAEMONS_PARENT, name or str(os.getpid()), CpuResources(None, 1000), fs, parent_shares=DEFAULT_SHARES
+    )
+    before = [_own_group_file(directory, fs) for directory in group.directories()]
+    for join in group.join_files:
+        join.write_text(str(os.getpid()))
+    try:
+        yield group
+    finally:
+        for procs in before:
+            procs.write_text(str(os.getpid()))
+        with contextlib.suppress(OSError):  # a daemon that outlived the bed still holds it
+            group.remove(timeout_s=1.0)
+        remove_if_empty(DAEMONS_PARENT, fs)
+
+
+def _own_group_file(directory: Path, fs: Path) -> Path:
+    """The ``cgroup.procs`` of the group this process is in now, in ``directory``'s hierarchy."""
+    hierarchy_root = directory.parent.parent
+    controllers = "" if is_v2(fs) else hierarchy_root.name
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if (is_v2(fs) and names == "") or controllers in names.split(","):
+            return hierarchy_root / path.lstrip("/") / "cgroup.procs"
+    return hierarchy_root / "cgroup.procs"
 
 
 def remove_if_empty(parent: str, fs: Path = CGROUP_FS) -> None:

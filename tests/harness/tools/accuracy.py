@@ -26,12 +26,15 @@ from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
-from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.scenarios import SCENARIOS
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.steady import applied_events, profile_now, sink_rate, wait_running
+from tests.harness.kubernetes.cgroups import QuotaUse
 from tests.harness.process import new_run_dir
 
 BUDGETS = (0, 1, 2, 3)
+#: A saturated pod must have received at least this share of its quota for a measurement to count.
+MIN_QUOTA_SHARE = 0.9
 REPORT_FILE = "accuracy-report.json"
 MODELS = (FlowModel.BACKPRESSURE, FlowModel.DROP)
 
@@ -53,7 +56,13 @@ class Step:
     predicted: dict[str, dict[str, float]] = field(default_factory=dict)
     #: flow model → Θ of this step's own profile at the allocation that runs (how well the model fits).
     fitted: dict[str, float] = field(default_factory=dict)
+    #: worker pod → its use of its CPU quota while ``measured`` was measured.
+    pods: dict[str, QuotaUse] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def starved(self) -> dict[str, QuotaUse]:
+        """Saturated pods that received less than 90 % of their quota (the bed failed them)."""
+        return {n: u for n, u in self.pods.items() if u.saturated and u.received_share < MIN_QUOTA_SHARE}
 
 
 @dataclass
@@ -101,6 +110,14 @@ class Report:
             )
             lines.append(f"| {s.budget} | {s.measured:.1f} | {cells} |")
         return "\n".join(lines)
+
+
+def _quota_line(pods: Mapping[str, QuotaUse]) -> str:
+    """``index:received/quota/throttled share`` per pod, saturated ones marked ``*``."""
+    return ", ".join(
+        f"{n.rsplit('-', 1)[-1]}:{u.received_share:.0%}/{u.throttled_share:.0%}{'*' if u.saturated else ''}"
+        for n, u in sorted(pods.items())
+    )
 
 
 def _error(predicted: float | None, measured: float) -> str:
@@ -159,7 +176,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         time.sleep(scenario.settle_s)
         summary = stack.nimbus().topology(scenario.name)
         assert summary is not None
-        measured = sink_rate(stack, summary.id, scenario.sinks)
+        measured, pods = sink_rate(stack, scenario, summary.id)
         profile = profile_now(stack, scenario)
         info = stack.nimbus().topology_info(scenario.name)
         executors = {
@@ -184,12 +201,14 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             operator_predicted=dict(plan.get("alternatives") or {}),
             predicted=previous.get(str(budget), {}),
             fitted=fitted(profile),
+            pods=pods,
             seconds=round(time.monotonic() - started, 1),
         )
         steps.append(step)
         _keep(stack, f"budget-{budget}.json", {"status": status, "profile": asdict(profile.topology)})
         stack.log(
-            f"[e2e] budget {budget}: measured {measured:.1f}/s, fit {step.fitted} ({step.seconds:.0f} s)"
+            f"[e2e] budget {budget}: measured {measured:.1f}/s, fit {step.fitted} ({step.seconds:.0f} s); "
+            f"pods' CPU/quota {_quota_line(pods)}"
         )
         running = {c: int(n) for c, n in dict(status.get("units") or {}).items()}
         following = [b for b in budgets if b > budget][:1]  # the operator plans each step from the last
@@ -203,8 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tests.harness.tools.accuracy", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS), help="ascending, from 0")
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="jvm-linear")
     args = parser.parse_args(argv)
-    scenario = CONGESTED_LINEAR
+    scenario = SCENARIOS[args.scenario]
     run_dir = new_run_dir("accuracy-")
     print(f"[accuracy] run directory (all logs): {run_dir}")
     with Stack(run_dir, namespace="accuracy") as stack:

@@ -119,6 +119,38 @@ def test_a_pod_without_any_limit_gets_no_rows_and_one_without_series_neither() -
     assert joined.no_limit == ("w-0",)
 
 
+def test_the_pods_overhead_comes_off_usage_and_limit() -> None:
+    """0.2 core limit, 0.05 overhead; the pod used 0.125 cores over 10 s: busy (0.125 - 0.05) / 0.15."""
+    joined = cpu_samples(
+        "t", [executor("a", 3, "10.0.0.1")], [pod("w-0", "10.0.0.1", 0.2)], {"w-0": usage(4.0, 5.25)}, 0.05
+    )
+    rows = by_executor(joined.rows)
+    used, limit = rows["[3-3]", "cpu_seconds_total"], rows["[3-3]", "cpu_limit_cores"]
+    assert limit == [pytest.approx(0.15)] * 2
+    busy = (used[1] - used[0]) / 10 / limit[0]
+    assert busy == pytest.approx(0.5)
+
+
+def test_usage_below_the_overhead_counts_as_idle_not_negative() -> None:
+    joined = cpu_samples(
+        "t",
+        [executor("a", 3, "10.0.0.1")],
+        [pod("w-0", "10.0.0.1", 0.2)],
+        {"w-0": usage(1.0, 1.2, 2.7)},
+        0.05,
+    )
+    used = by_executor(joined.rows)["[3-3]", "cpu_seconds_total"]
+    assert used == [1.0, 1.0, pytest.approx(2.0)]  # 10 s steps: +0.2 < 0.5 overhead: 0; +1.5 - 0.5
+
+
+def test_a_limit_not_above_the_overhead_gives_no_rows() -> None:
+    joined = cpu_samples(
+        "t", [executor("a", 3, "10.0.0.1")], [pod("w-0", "10.0.0.1", 0.05)], {"w-0": usage(1.0, 2.0)}, 0.05
+    )
+    assert joined.rows == []
+    assert joined.no_limit == ("w-0",)
+
+
 def test_cadvisor_queries_name_the_worker_container_of_the_pods_only() -> None:
     assert cpu_usage_query("streaming", ["w-1", "w-0.x"], "worker") == (
         "max by (namespace, pod, container) (container_cpu_usage_seconds_total"

@@ -247,6 +247,16 @@ def test_metrics_step_and_settle_are_read_and_a_window_must_hold_five_steps() ->
         parse_spec({**spec, "metrics": {"prometheus": "http://p:9090", "window": "1m", "step": "20s"}})
 
 
+@pytest.mark.parametrize(("quantity", "cores"), [("0", 0.0), ("50m", 0.05), ("0.1", 0.1), ("1", 1.0)])
+def test_the_pods_overhead_is_a_cpu_quantity(quantity: str, cores: float) -> None:
+    spec = {"topologyName": "t", "nimbus": {"host": "n"}, "metrics": {"prometheus": "http://p:9090"}}
+    parsed = parse_spec({**spec, "workers": {"deployment": "w", "podOverheadCPU": quantity}})
+    assert parsed.spec.workers.pod_overhead_cores == pytest.approx(cores)
+    assert parse_spec({**spec, "workers": {"deployment": "w"}}).spec.workers.pod_overhead_cores == 0.0
+    with pytest.raises(InvalidSpecError, match=r"spec\.workers\.podOverheadCPU"):
+        parse_spec({**spec, "workers": {"deployment": "w", "podOverheadCPU": "50 millicores"}})
+
+
 def test_before_anything_is_applied_a_plan_starts_from_the_baseline_with_the_whole_budget() -> None:
     baseline = {"1": 1, "2": 1}
     assert planning_start(baseline, StormTopologyStatus(), 3) == ({"1": 1, "2": 1}, 3)

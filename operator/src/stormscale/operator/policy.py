@@ -7,6 +7,7 @@ a frozen :class:`Policy` for the reconcile logic.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -44,9 +45,28 @@ class UiSpec(_Model):
     url: str | None = Field(default=None, pattern=r"^https?://")
 
 
+_CPU_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
+
+
+def millicores(quantity: str) -> int:
+    """A Kubernetes CPU quantity (``"500m"``, ``"1"``, ``"1.5"``) in millicores."""
+    match = _CPU_QUANTITY.match(quantity.strip())
+    if not match:
+        raise ValueError(f"not a CPU quantity: {quantity!r}")
+    value = float(match.group(1))
+    return round(value if match.group(2) else value * 1000)
+
+
 class WorkersSpec(_Model):
     deployment: str = Field(min_length=1, max_length=253)
     slots_per_pod: int = Field(default=1, ge=1, le=64)
+    #: CPU a worker pod uses whatever its tuples (Supervisor, heartbeats, Storm's idle polling):
+    #: busy = (pod CPU - overhead) / (limit - overhead). See docs/operator.md.
+    pod_overhead_cpu: str = Field(default="0", alias="podOverheadCPU", pattern=_CPU_QUANTITY.pattern)
+
+    @property
+    def pod_overhead_cores(self) -> float:
+        return millicores(self.pod_overhead_cpu) / 1000
 
 
 class MetricsSpec(_Model):

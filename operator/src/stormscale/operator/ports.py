@@ -8,8 +8,8 @@ request itself is wrong) and nothing else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
@@ -61,6 +61,8 @@ class MeasuredProfile:
     topology: Topology
     throughput: float
     age_s: float
+    #: The profile document's ``confidence`` (sources per component, disagreements, notes).
+    confidence: Mapping[str, Any] = field(default_factory=dict)
 
 
 class WorkerDeployments(Protocol):

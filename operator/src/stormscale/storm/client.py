@@ -173,3 +173,11 @@ class NimbusClient:
     def kill(self, name: str, wait_secs: int = 0) -> None:
         """Ask the leader to kill topology ``name``."""
         self._call_leader("killTopologyWithOpts", name, NIMBUS.KillOptions(wait_secs=wait_secs))
+
+    def deactivate(self, name: str) -> None:
+        """Ask the leader to deactivate topology ``name`` (its spouts stop emitting)."""
+        self._call_leader("deactivate", name)
+
+    def activate(self, name: str) -> None:
+        """Ask the leader to activate topology ``name`` again."""
+        self._call_leader("activate", name)

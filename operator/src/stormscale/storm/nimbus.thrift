@@ -204,4 +204,6 @@ service Nimbus {
     throws (1: NotAliveException e, 2: InvalidTopologyException ite, 3: AuthorizationException aze);
   void killTopologyWithOpts(1: string name, 2: KillOptions options)
     throws (1: NotAliveException e, 2: AuthorizationException aze);
+  void activate(1: string name) throws (1: NotAliveException e, 2: AuthorizationException aze);
+  void deactivate(1: string name) throws (1: NotAliveException e, 2: AuthorizationException aze);
 }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -10,22 +9,13 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from stormscale.operator.policy import millicores
 from stormscale.operator.ports import GoneError, RefusedError, UnavailableError, Workers
 from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.storm.samples import Pod
 
 FIELD_MANAGER = "stormscale"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
-_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
-
-
-def millicores(quantity: str) -> int:
-    """A Kubernetes CPU quantity (``"500m"``, ``"1"``, ``"1.5"``) in millicores."""
-    match = _CPU.match(quantity.strip())
-    if not match:
-        raise ValueError(f"not a CPU quantity: {quantity!r}")
-    value = float(match.group(1))
-    return round(value if match.group(2) else value * 1000)
 
 
 def _raise(err: ApiException | urllib3.exceptions.HTTPError, what: str) -> NoReturn:

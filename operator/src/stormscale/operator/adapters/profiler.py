@@ -127,6 +127,8 @@ class WorkerCpu:
     pods: Pods
     hosts: Hosts
     series: PodCpuSeries
+    #: The spec's ``workers.podOverheadCPU`` in cores (see :func:`~stormscale.storm.samples.cpu_samples`).
+    overhead_cores: float = 0.0
 
     def rows(self, topology: str, window: Window) -> list[Sample]:
         """Per-executor CPU rows of the sample contract (none where the join cannot place them)."""
@@ -135,7 +137,7 @@ class WorkerCpu:
             return []
         executors = self.hosts.executors(topology)
         series = mapped(lambda: self.series.pod_cpu(self.namespace, pods, window))
-        joined = cpu_samples(topology, executors, pods, series)
+        joined = cpu_samples(topology, executors, pods, series, self.overhead_cores)
         where = f"[{self.namespace}/{self.deployment}] {topology}"
         if joined.unmatched:
             LOG.info(
@@ -190,7 +192,8 @@ class PrometheusProfiler:
             raise StaleMetricsError(message)
         newest = mapped(lambda: self.samples.newest(topology))
         age = window_s if newest is None else max(0.0, now - newest)
-        return MeasuredProfile(model, sink_throughput(structure, aggregates), age)
+        confidence = document["confidence"]
+        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence)
 
     def _aggregate(
         self, topology: str, rows: list[Sample], structure: Structure
@@ -209,10 +212,16 @@ def prometheus_profiler(
     step_s: float,
     settle_s: float,
     workers: tuple[Pods, str, str] | None = None,
+    *,
+    pod_overhead_cores: float = 0.0,
 ) -> PrometheusProfiler:
     """The production wiring: the sample reader on ``url`` and Nimbus for the graph; with
     ``workers`` (the API server's pods, the namespace and the worker Deployment), busy time from the
-    worker pods' CPU."""
+    worker pods' CPU less ``pod_overhead_cores`` per pod."""
     reader, graphs = SampleReader(url), NimbusGraphs(nimbus)
-    cpu = None if workers is None else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader)
+    cpu = (
+        None
+        if workers is None
+        else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader, pod_overhead_cores)
+    )
     return PrometheusProfiler(reader, graphs, step_s, settle_s, cpu=cpu)

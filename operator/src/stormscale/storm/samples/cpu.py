@@ -23,6 +23,15 @@ The join, and the choices made where the design left room:
 * **The limit** is ``container_spec_cpu_quota / container_spec_cpu_period`` at the same step where
   cAdvisor has it, else the pod spec's ``resources.limits.cpu``; a pod with neither gets no rows (a
   busy fraction needs a limit).
+* **A pod's overhead** (``overhead_cores``, the spec's ``workers.podOverheadCPU``): CPU the pod
+  spends whatever its tuples (the Supervisor, heartbeats, metrics, Storm's wait strategies polling
+  idle queues). It is taken off both the usage and the limit, so the busy fraction is
+  (cpu − o) / (limit − o): a pod at its overhead is idle, a pod at its limit is saturated, and in
+  between the capacity scales with what the component's tuples really use. Each step's usage
+  increment loses o·Δt, never below 0. With o = 0 (the default) this is plain cpu / limit, which
+  counts the overhead as work and so reads an unsaturated component's capacity low by about
+  o / limit (on the test bed: ~50m of a 200m unit, see docs/testbed.md). A limit at or below the
+  overhead gives no rows (listed with the pods without a limit).
 * The mapping is Nimbus's now, applied to the whole window: a rebalance or a restart that moved
   executors also changed executor counts or reset counters, and the aggregation's steady window
   starts after that change anyway.
@@ -30,6 +39,7 @@ The join, and the choices made where the design left room:
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +87,11 @@ def pod_of(host: str, pods: Iterable[Pod]) -> Pod | None:
 
 
 def cpu_samples(
-    topology: str, executors: Iterable[Executor], pods: Sequence[Pod], cpu: Mapping[str, PodCpu]
+    topology: str,
+    executors: Iterable[Executor],
+    pods: Sequence[Pod],
+    cpu: Mapping[str, PodCpu],
+    overhead_cores: float = 0.0,
 ) -> CpuRows:
     """Per-executor CPU rows of ``topology`` (see the module's docstring for the join's rules)."""
     placed: dict[str, list[Executor]] = defaultdict(list)
@@ -102,7 +116,9 @@ def cpu_samples(
         series = cpu.get(name)
         if series is None:
             continue
-        pod_rows = _pod_rows(topology, components[0], on_pod, by_name[name], series)
+        pod_rows = _pod_rows(
+            topology, components[0], on_pod, by_name[name], series, overhead_cores=overhead_cores
+        )
         if pod_rows is None:
             no_limit.append(name)
         else:
@@ -111,18 +127,38 @@ def cpu_samples(
 
 
 def _pod_rows(
-    topology: str, component: str, executors: Sequence[Executor], pod: Pod, series: PodCpu
+    topology: str,
+    component: str,
+    executors: Sequence[Executor],
+    pod: Pod,
+    series: PodCpu,
+    *,
+    overhead_cores: float,
 ) -> list[Sample] | None:
-    """Each executor's share (1/k) of the pod's counter and limit at every step with a limit."""
+    """Each executor's share (1/k) of the pod's counter and limit, less the pod's overhead, at every
+    step with a limit above the overhead."""
     k = len(executors)
     rows = []
-    for ts_ms, used in sorted(series.usage.items()):
+    for ts_ms, used in less_overhead(series.usage, overhead_cores):
         limit = series.limit.get(ts_ms)
         if limit is None or not limit > 0:
             limit = pod.cpu_limit_cores
-        if limit is None or not limit > 0:
+        if limit is None or not limit > overhead_cores:
             return None
         for e in executors:
             rows.append(Sample(ts_ms, topology, component, e.id, CPU_SECONDS, "", "", used / k))
-            rows.append(Sample(ts_ms, topology, component, e.id, CPU_LIMIT, "", "", limit / k))
+            rows.append(
+                Sample(ts_ms, topology, component, e.id, CPU_LIMIT, "", "", (limit - overhead_cores) / k)
+            )
     return rows
+
+
+def less_overhead(usage: Mapping[int, float], overhead_cores: float) -> list[tuple[int, float]]:
+    """The counter less ``overhead_cores`` per second: u'₀ = u₀, u'ᵢ = u'ᵢ₋₁ + max(0, Δu − o·Δt)."""
+    points = sorted(usage.items())
+    if not overhead_cores or not points:
+        return points
+    out = [points[0]]
+    for (t0, u0), (t1, u1) in itertools.pairwise(points):
+        out.append((t1, out[-1][1] + max(0.0, (u1 - u0) - overhead_cores * (t1 - t0) / 1000)))
+    return out
