@@ -54,13 +54,14 @@ class FakeNimbus:
     fail_describe: Exception | None = None
     applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet
     journal: Journal = field(default_factory=list)
+    free_slots: int | None = None  # None: Nimbus's slot count is not known
 
     def describe(self, topology: str) -> StormTopologyState:
         self.calls.append(("describe", topology))
         if self.fail_describe:
             raise self.fail_describe
         return StormTopologyState(
-            self.status, dict(self.executors), dict(self.tasks), sum(self.executors.values())
+            self.status, dict(self.executors), dict(self.tasks), sum(self.executors.values()), self.free_slots
         )
 
     def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:

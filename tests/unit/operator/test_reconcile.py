@@ -82,6 +82,22 @@ def test_budget_is_planned_applied_and_verified_with_one_event() -> None:
     assert "predicted 250 → 500" in w.events.posted[0][2]
 
 
+def test_no_rebalance_until_nimbus_has_a_slot_for_every_worker() -> None:
+    """Budget 2 needs 6 workers; the topology holds 4 slots. With 1 free slot (one new pod's
+    Supervisor has not registered yet) the pods are scaled but Storm is not rebalanced."""
+    w = world(free_slots=1)
+    first = run(w, policy())
+    assert ("scale", 6) in w.journal
+    assert not [c for c in w.nimbus.calls if c[0] == "rebalance"]
+    assert conditions(first)["Progressing"] == ("True", "WaitingForSlots")
+    assert any("6 slots needed, 1 free + 4 held" in c["message"] for c in first.status["conditions"])
+    assert first.retry_after is not None
+    w.nimbus.free_slots = 2
+    second = run(w, policy(), first.status, minutes=1)
+    assert w.nimbus.calls[-1] == ("rebalance", ({"1": 1, "2": 2, "3": 2, "4": 1}, 6))
+    assert conditions(second)["Progressing"] == ("True", "RebalanceRequested")
+
+
 def test_status_shows_every_strategy_side_by_side() -> None:
     w = world()
     plan = run(w, policy()).status["lastPlan"]

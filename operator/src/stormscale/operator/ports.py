@@ -48,6 +48,13 @@ class StormTopologyState:
     executors: Mapping[str, int]  # user components only
     tasks: Mapping[str, int]
     workers: int
+    #: Worker slots no topology uses, over every Supervisor Nimbus lists (None: not known).
+    free_slots: int | None = None
+
+    def slots_for(self, workers: int) -> bool:
+        """Whether a rebalance to ``workers`` workers finds a slot for each: the free ones plus those
+        this topology holds now (a rebalance schedules it from scratch). Unknown counts as yes."""
+        return self.free_slots is None or self.free_slots + self.workers >= workers
 
     @property
     def active(self) -> bool:

@@ -430,6 +430,14 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
         if storm.status == "REBALANCING":
             return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
         if dict(storm.executors) != target:
+            if not storm.slots_for(sum(target.values())):
+                # Storm would put two executors in one worker (Even scheduler: slots used = min(workers,
+                # free slots)) and keep them there once the late pods' Supervisors register.
+                message = (
+                    f"waiting for worker pods to register with Nimbus: {sum(target.values())} slots "
+                    f"needed, {storm.free_slots} free + {storm.workers} held"
+                )
+                return _progressing(st, Reason.WAITING_FOR_SLOTS, message)
             ports.nimbus.rebalance(spec.topology_name, target, sum(target.values()), REBALANCE_WAIT_SECS)
             return _progressing(
                 st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested"

@@ -51,6 +51,7 @@ class Reason(StrEnum):
     APPLIED = "Applied"
     RECOMMENDED = "Recommended"
     REBALANCE_REQUESTED = "RebalanceRequested"
+    WAITING_FOR_SLOTS = "WaitingForSlots"
     REBALANCING = "Rebalancing"
     # ScalingLimited
     MAX_UNITS_REACHED = "MaxUnitsReached"

@@ -26,11 +26,13 @@ class NimbusPort:
         if summary is None:
             raise RefusedError(f"topology {topology!r} is not running on Nimbus")
         info = self.client.topology_info(topology)
+        supervisors = self.client.cluster_summary().supervisors
         return StormTopologyState(
             status=info.status,
             executors=executors_per_component(info),
             tasks=tasks_per_component(info),
             workers=summary.workers,
+            free_slots=sum(max(0, s.slots - s.used_slots) for s in supervisors),
         )
 
     def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
