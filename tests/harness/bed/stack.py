@@ -297,8 +297,19 @@ class Stack:
         )
 
     def pod_cgroups(self, scenario: Scenario) -> dict[str, CpuCgroup]:
-        """The worker pods' cgroups now, by replica name."""
-        return {r.replica.name: r.cgroup for r in self.pods.replicas(self.namespace, scenario.deployment)}
+        """The worker pods' cgroups now, by pod label: ``<replica index>:<what runs there>``, e.g.
+        ``3:2+__acker`` (from Nimbus's executors on the address the replica announces)."""
+        running = self.pods.replicas(self.namespace, scenario.deployment)
+        on_host: dict[str, set[str]] = {}
+        summary = self.nimbus().topology(scenario.name)
+        if summary is not None:
+            for e in self.nimbus().topology_info(scenario.name).executors:
+                if e.component != "__system":
+                    on_host.setdefault(e.host, set()).add(e.component)
+        return {
+            f"{r.replica.index}:{'+'.join(sorted(on_host.get(r.command.pod_ip or '', ()))) or '-'}": r.cgroup
+            for r in running
+        }
 
     def supervisors(self, scenario: Scenario) -> int:
         """Supervisors Nimbus lists now on ``scenario``'s worker pods (their hosts are the pods' IPs;

@@ -113,9 +113,9 @@ class Report:
 
 
 def _quota_line(pods: Mapping[str, QuotaUse]) -> str:
-    """``index:received/quota/throttled share`` per pod, saturated ones marked ``*``."""
+    """``index:components received/quota / throttled share`` per pod, saturated ones marked ``*``."""
     return ", ".join(
-        f"{n.rsplit('-', 1)[-1]}:{u.received_share:.0%}/{u.throttled_share:.0%}{'*' if u.saturated else ''}"
+        f"{n} {u.received_share:.0%}/{u.throttled_share:.0%}{'*' if u.saturated else ''}"
         for n, u in sorted(pods.items())
     )
 
