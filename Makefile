@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit bench bench-sizing clean
+.PHONY: venv demo plan-demo test lint unit bench bench-sizing accuracy clean
 
 venv: $(STAMP)
 
@@ -47,6 +47,10 @@ bench: venv
 ## bench-sizing: sizing and placement timings, and every heuristic's units and pods against the exact minimum
 bench-sizing: venv
 	$(BIN)/python -m bench.sizing
+
+## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario (the test bed; about an hour): tables on stdout, plot in bench/out/accuracy.png
+accuracy: venv prometheus
+	$(BIN)/python -m bench.accuracy
 
 clean:
 	rm -rf $(VENV) .cache .run bench/out

@@ -1,13 +1,17 @@
-"""The planner benchmark still runs (a smoke run of its small grid; no timing is asserted)."""
+"""The benchmarks still run: smoke runs of their small grids (no timing is asserted), and the accuracy
+benchmark's rendering of saved reports (no test bed)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench import planner as bench
 from stormscale.planner import FlowModel
+from tests.harness.tools.accuracy import Step
 
 
 def test_quick_benchmark_runs_and_optimal_bounds_every_heuristic(
@@ -39,3 +43,61 @@ def test_quick_sizing_benchmark_runs_and_no_heuristic_beats_the_exact_minimum_or
     assert all(r.pods >= 1 - 1e-9 for r in ratios)  # the CPU lower bound holds for every placement
     assert path.stat().st_size > 10_000
     assert "Units against the exact minimum, pods against the CPU lower bound" in capsys.readouterr().out
+
+
+def _step(budget: int, measured: float, operator: dict[str, float], fit: float | None, **kw: Any) -> Step:
+    """A step as ``run_budget_steps`` records it; the drop fit is far off (the summary must not use it)."""
+    fitted = {"drop": 3 * measured} if fit is None else {"backpressure": fit, "drop": 3 * measured}
+    return Step(
+        budget, {}, {}, 4 + budget, 4 + budget, 1, measured, {"3": budget}, operator, fitted=fitted, **kw
+    )
+
+
+def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import accuracy
+    from tests.harness.kubernetes.cgroups import QuotaUse
+    from tests.harness.tools.accuracy import Report
+
+    harness = {"backpressure": {"combined": 104.0, "stela": 90.0}, "drop": {"combined": 130.0}}
+    linear = Report(
+        "linear",
+        [
+            _step(0, 100.0, {"combined": 100.0}, 104.0, pods={"w-0": QuotaUse(0.2, 0.19, 0.8)}),
+            _step(1, 100.0, {"combined": 112.0, "stela": 100.0}, 95.0, predicted=harness),  # +12 %
+            _step(2, 200.0, {"combined": 205.0}, None, predicted=harness),  # +2.5 %, no fit
+        ],
+    )
+    diamond = Report(
+        "diamond",
+        [
+            _step(0, 50.0, {"stela": 50.0}, 60.0),  # fit +20 %
+            _step(1, 50.0, {}, 57.0),  # no prediction; fit +14 %
+            _step(2, 50.0, {"combined": 50.0, "stela": 80.0}, 50.0),  # the operator ran stela: +60 %
+        ],
+        strategy="stela",
+    )
+    files = []
+    for report in (linear, diamond):
+        files.append(tmp_path / f"accuracy-{report.scenario}.json")
+        files[-1].write_text(json.dumps(report.to_json()))
+    monkeypatch.setattr(accuracy, "OUT", tmp_path / "out")
+
+    loaded = [accuracy.load(f) for f in files]
+    path = accuracy.render(loaded)
+
+    assert loaded == [linear, diamond]
+    out = capsys.readouterr().out
+    assert "| linear | 1 | 100.0 | 112.0 | +12.0% | 95.0 | -5.0% |" in out
+    assert "| linear | 2 | 200.0 | 205.0 | +2.5% | – | – |" in out
+    assert "| diamond | 1 | 50.0 | – | – | 57.0 | +14.0% |" in out
+    assert "| diamond | 2 | 50.0 | 80.0 | +60.0% | 50.0 | +0.0% |" in out
+    # predictions at budgets > 0 (not budget 0, not the missing one): +12 %, +2.5 %, +60 %
+    assert "within 10 %: 1 of 3 predictions; within 15 %: 2 of 3" in out
+    # fits at every budget (backpressure, not drop): +4, -5, +20, +14, 0 %
+    assert "within 10 %: 3 of 5 fits; within 15 %: 4 of 5" in out
+    # the per-scenario prediction table: stela, predictive, combined, optimal, the error of combined
+    assert "| 1 | 3+1 | 100.0 | backpressure | 90.0 | – | 104.0 | – | +4.0% |" in out
+    assert path == tmp_path / "out" / "accuracy.png"
+    assert path.stat().st_size > 10_000

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from stormscale.operator.policy import parse_spec
@@ -79,6 +79,19 @@ class Report:
             "steps": [asdict(s) for s in self.steps],
         }
 
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> Report:
+        """The report :meth:`to_json` wrote (unknown keys left out; older reports have no pods)."""
+        known = {f.name for f in fields(Step)}
+        steps = [
+            Step(
+                **{k: v for k, v in step.items() if k in known and k != "pods"},
+                pods={n: QuotaUse(**u) for n, u in (step.get("pods") or {}).items()},
+            )
+            for step in document["steps"]
+        ]
+        return cls(document["scenario"], steps, document.get("strategy", Strategy.COMBINED.value))
+
     def table(self) -> str:
         """Both tables of the model accuracy report, one after the other."""
         return self.prediction_table() + "\n\n" + self.fit_table()
@@ -94,8 +107,8 @@ class Report:
             alloc = ", ".join(f"{c}+{n}" for c, n in sorted(s.allocation.items()) if n) or "–"
             for m in MODELS:
                 pred = s.predicted.get(m.value, {})
-                cells = " | ".join(_num(pred.get(name)) for name in strategies)
-                err = _error(pred.get(self.strategy), s.measured)
+                cells = " | ".join(number_cell(pred.get(name)) for name in strategies)
+                err = error_cell(pred.get(self.strategy), s.measured)
                 lines.append(f"| {s.budget} | {alloc} | {s.measured:.1f} | {m.value} | {cells} | {err} |")
         return "\n".join(lines)
 
@@ -106,7 +119,8 @@ class Report:
         lines = [head, "|" + "---|" * (2 + 2 * len(MODELS))]
         for s in self.steps:
             cells = " | ".join(
-                f"{_num(s.fitted.get(m.value))} | {_error(s.fitted.get(m.value), s.measured)}" for m in MODELS
+                f"{number_cell(s.fitted.get(m.value))} | {error_cell(s.fitted.get(m.value), s.measured)}"
+                for m in MODELS
             )
             lines.append(f"| {s.budget} | {s.measured:.1f} | {cells} |")
         return "\n".join(lines)
@@ -120,14 +134,20 @@ def _quota_line(pods: Mapping[str, QuotaUse]) -> str:
     )
 
 
-def _error(predicted: float | None, measured: float) -> str:
-    """Relative error of ``predicted`` against ``measured`` (``–`` where either is missing)."""
+def relative_error(predicted: float | None, measured: float) -> float | None:
+    """(predicted − measured) / measured; ``None`` where either is missing (nothing measured)."""
     if predicted is None or not measured:
-        return "–"
-    return f"{(predicted - measured) / measured:+.1%}"
+        return None
+    return (predicted - measured) / measured
 
 
-def _num(x: float | None) -> str:
+def error_cell(predicted: float | None, measured: float) -> str:
+    """Relative error of ``predicted`` against ``measured`` (``–`` where either is missing)."""
+    error = relative_error(predicted, measured)
+    return "–" if error is None else f"{error:+.1%}"
+
+
+def number_cell(x: float | None) -> str:
     return "–" if x is None else f"{x:.1f}"
 
 
