@@ -132,12 +132,13 @@ def _mkdir(path: Path) -> Path:
 
 
 def test_quota_use_between_two_readings() -> None:
-    before, after = Bandwidth(1_000_000, 100, 10), Bandwidth(1_950_000, 150, 55)
+    before, after = Bandwidth(1_000_000, 100, 5), Bandwidth(1_950_000, 150, 55)
     use = QuotaUse.between(before, after, seconds=5.0, quota_cores=0.2)
     assert use.received_cores == pytest.approx(0.19)
     assert use.received_share == pytest.approx(0.95)
-    assert use.throttled_share == pytest.approx(0.9)
+    assert use.throttled_share == pytest.approx(1.0)
     assert use.saturated
+    assert not QuotaUse.between(before, Bandwidth(1_950_000, 150, 45), seconds=5.0, quota_cores=0.2).saturated
     idle = QuotaUse.between(after, Bandwidth(2_000_000, 160, 56), seconds=5.0, quota_cores=0.2)
     assert not idle.saturated
     assert QuotaUse.between(after, after, seconds=5.0, quota_cores=0.2).throttled_share == 0.0

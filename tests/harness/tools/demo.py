@@ -1,10 +1,10 @@
 """The demo (``make demo``): the whole test bed, the operator, a congested topology, a budget raised.
 
 Steps, each printed as it starts: build or reuse the test bed's binaries; start Kubernetes, Storm,
-Prometheus, the exporter and the pod runner; submit the thesis's linear topology on its worker pods
-under a load that congests it; start the operator; apply a StormTopology with budget 0, measure; show
-the plan the operator will apply for the new budget (every strategy side by side); raise the budget;
-measure again; print before and after. Everything stops at the end (or on Ctrl-C).
+Prometheus, the exporter and the pod runner; submit the thesis's linear topology (JVM bolts) on its
+worker pods under a load that congests it; start the operator; apply a StormTopology with budget 0,
+measure; show the plan the operator will apply for the new budget (every strategy side by side);
+raise the budget; measure again; print before and after. Everything stops at the end (or on Ctrl-C).
 
     python -m tests.harness.tools.demo [--budget 3]
 """
@@ -21,7 +21,7 @@ from stormscale.operator.policy import parse_spec
 from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, compare_strategies
 from stormscale.planner.render import plan_report
-from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.scenarios import JVM_LINEAR
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.steady import profile_now, sink_rate, wait_running
 from tests.harness.process import new_run_dir
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 1 <= args.budget <= 3:
         print(f"demo: error: --budget must be 1, 2 or 3, got {args.budget}", file=sys.stderr)
         return 2
-    scenario = CONGESTED_LINEAR
+    scenario = JVM_LINEAR
     run_dir = new_run_dir("demo-")
     print(f"[demo] run directory (all logs): {run_dir}")
     with Stack(run_dir, namespace="demo") as stack:
