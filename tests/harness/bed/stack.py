@@ -160,7 +160,6 @@ class Stack:
         self.storm: StormCluster
         self.prometheus: Prometheus
         self.pods: PodRunner
-        self.daemons: CpuCgroup
         self.exporter_url = ""
         #: scenario name → its worker pods' overhead as measured by :meth:`measure_pod_overhead`.
         self.pod_overhead: dict[str, str] = {}
@@ -184,7 +183,7 @@ class Stack:
         """Start every part, each after the previous one is ready; the daemons (and this process)
         in a CPU cgroup of their own, so that the pods' quotas are theirs."""
         self._step("the daemons' CPU cgroup (pods get their quotas first)")
-        self.daemons = self._exit.enter_context(daemons_group())
+        self._exit.enter_context(daemons_group())
         self._step("Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
         bins = binaries.ensure_binaries()
         (self.run_dir / "kube").mkdir(parents=True, exist_ok=True)
@@ -279,30 +278,12 @@ class Stack:
         self.pod_overhead[scenario.name] = quantity
         return quantity
 
-    def undeploy(self, scenario: Scenario) -> None:
-        """Remove what :meth:`deploy` and the scaling made: the StormTopology (the operator lets go),
-        the topology, then the worker Deployment, whose pods' processes end."""
-        self._step(f"removing {scenario.name}: its StormTopology, topology and worker pods")
-        self.plane.kubectl(
-            "delete", "stormtopology", scenario.name, "-n", self.namespace, "--ignore-not-found"
-        )
-        kill(self.storm.endpoints, scenario.name)
-        self.plane.kubectl(
-            "delete", "deployment", scenario.deployment, "-n", self.namespace, "--ignore-not-found"
-        )
-        wait_for(
-            lambda: not self.pods.replicas(self.namespace, scenario.deployment),
-            SUPERVISORS_TIMEOUT_S,
-            f"{scenario.deployment}'s pods to stop",
-        )
-
     def pod_cgroups(self, scenario: Scenario) -> dict[str, CpuCgroup]:
         """The worker pods' cgroups now, by pod label: ``<replica index>:<what runs there>``, e.g.
         ``3:2+__acker`` (from Nimbus's executors on the address the replica announces)."""
         running = self.pods.replicas(self.namespace, scenario.deployment)
         on_host: dict[str, set[str]] = {}
-        summary = self.nimbus().topology(scenario.name)
-        if summary is not None:
+        if self.nimbus().topology(scenario.name) is not None:
             for e in self.nimbus().topology_info(scenario.name).executors:
                 if e.component != "__system":
                     on_host.setdefault(e.host, set()).add(e.component)
