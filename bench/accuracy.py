@@ -50,7 +50,7 @@ from tests.harness.tools.accuracy import (
 OUT = Path(__file__).parent / "out"
 LOCK = Path("/tmp/stormscale-heavy.lock")
 NAMESPACE = "accuracy"
-DEFAULT_SCENARIOS = ("jvm-linear", "jvm-diamond", "multilang-linear")
+DEFAULT_SCENARIOS = ("jvm-linear", "jvm-linear-loadaware", "jvm-diamond", "multilang-linear")
 #: Relative-error bounds the summary counts against.
 BOUNDS = (0.10, 0.15)
 FIT_MODEL = FlowModel.BACKPRESSURE

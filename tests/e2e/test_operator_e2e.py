@@ -8,17 +8,19 @@ load that congests it; each budget is applied from a steady state, and at each t
 measured sink throughput next to what every strategy predicted under both flow models (the model
 accuracy report, also written to ``<run dir>/e2e-report.json``) and asserts:
 
-* the first step, whose bottleneck runs on one unit at budget 0 and whose next bottleneck is a bolt
-  that was not saturated then: the throughput the operator predicted for budget 1 (from budget 0's
-  profile, under the flow model it ran) within :data:`PREDICTION_TOLERANCE` of the measured one, and
-  both states' fits within :data:`FIT_TOLERANCE`;
+* at every budget step, the throughput the operator predicted for it (from the previous steady
+  state's profile, under the flow model it ran) within :data:`PREDICTION_TOLERANCE` of the measured
+  one, and every state's fit within :data:`FIT_TOLERANCE`; the first step's next bottleneck is a
+  bolt that was not saturated at budget 0 (the case Storm's busy time got wrong);
 * every saturated worker pod received ≥ 90 % of its CPU quota while it was measured (else the bed,
-  not the model, would be under test).
+  not the model, would be under test);
+* throughput never falls by more than 10 % and ends at least twice budget 0's.
 
-Budgets 2 and 3 are measured, predicted and printed but not yet asserted: there the topology runs
-into a ceiling near 21 tuples/s that no pod's CPU explains (no pod saturated; predictions +7 % to
-+59 %, fits +13 % to +43 % in the last runs; docs/operator.md), which is issue 13's open part. Before
-busy time came from the pods' CPU the first step's prediction was +28 % and +33 % (multilang, JVM).
+The scenario gives each bolt 12 tasks and turns Storm's load-aware shuffle off, so that a
+component's executors share its input evenly, as the model assumes (docs/planner.md, Model): with 4
+tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuples/s (predictions +7 %
+to +59 %); with 12 and plain shuffle the last run predicted every step within 2.4 % and fitted every
+state within 3.6 % (docs/operator.md).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def test_measured_throughput_rises_with_the_budget(report: Report) -> None:
     assert all(m > 0 for m in measured)
     for before, after in itertools.pairwise(measured):
         assert after >= 0.9 * before, measured  # never a real loss
-    assert measured[-1] >= 1.4 * measured[0], measured  # three units later the topology does much more
+    assert measured[-1] >= 2.0 * measured[0], measured  # three units later the topology does much more
 
 
 def errors(report: Report) -> tuple[dict[int, float], dict[int, float]]:
@@ -91,13 +93,12 @@ def errors(report: Report) -> tuple[dict[int, float], dict[int, float]]:
     return predicted, fitted
 
 
-def test_the_first_step_is_predicted_and_fitted_within_the_tolerance(report: Report) -> None:
+def test_every_step_is_predicted_and_fitted_within_the_tolerance(report: Report) -> None:
     predicted, fitted = errors(report)
     print(f"operator's prediction / measured - 1: { {b: f'{e:+.1%}' for b, e in predicted.items()} }")
     print(f"profile's fit / measured - 1: { {b: f'{e:+.1%}' for b, e in fitted.items()} }")
-    assert abs(predicted[1]) <= PREDICTION_TOLERANCE, predicted
-    assert abs(fitted[0]) <= FIT_TOLERANCE, fitted
-    assert abs(fitted[1]) <= FIT_TOLERANCE, fitted
+    assert all(abs(e) <= PREDICTION_TOLERANCE for e in predicted.values()), predicted
+    assert all(abs(e) <= FIT_TOLERANCE for e in fitted.values()), fitted
 
 
 def test_operator_predictions_are_recorded_for_every_strategy(report: Report) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import load_profile
-from tests.harness.bed.scenarios import CONGESTED_LINEAR
+from tests.harness.bed.scenarios import CONGESTED_LINEAR, JVM_DIAMOND, JVM_LINEAR
 from tests.harness.bed.stack import storm_topology, worker_deployment
 from tests.harness.tools.accuracy import Report, Step, fitted, predictions
 
@@ -25,6 +25,16 @@ def test_the_storm_topology_resource_is_a_valid_manual_spec_with_the_scenarios_m
         60.0,
     )
     assert policy.spec.components[0].max_units == 1
+
+
+def test_jvm_scenarios_split_every_bolts_input_evenly_at_one_to_four_units() -> None:
+    """Storm's shuffle picks a task: a component on u executors runs at u units' pace only when u
+    divides its tasks, and only with load-aware messaging off (docs/planner.md, Model)."""
+    for scenario in (JVM_LINEAR, JVM_DIAMOND):
+        tasks = scenario.properties["max.tasks"]
+        assert isinstance(tasks, int), scenario.name
+        assert all(tasks % units == 0 for units in (1, 2, 3, 4)), scenario.name
+        assert scenario.storm_conf["topology.disable.loadaware.messaging"] is True, scenario.name
 
 
 def test_worker_pods_carry_the_unit_as_their_cpu_limit_and_the_pod_runner_label() -> None:

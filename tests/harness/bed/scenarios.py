@@ -67,21 +67,40 @@ CONGESTED_LINEAR = Scenario(
 #: Costs per tuple are CPU time of the bolt's thread, so a 200m unit executes 0.2 s / cost tuples/s
 #: less the worker's own overhead: 2 → 25/s, 3 → 16/s, 4 → 66/s per unit; the spout offers 48/s.
 #: Expected course (backpressure model, ~85 % of a unit for the bolt): 3 is the bottleneck at ~13/s;
-#: +1 unit on 3 makes 2 the bottleneck (~21/s); then 2, then 3 again. Storm settings as above.
+#: +1 unit on 3 makes 2 the bottleneck (~21/s); then 2, then 3 again. Storm settings as above, and:
 #: At most 200 tuples in flight (not 50): JVM bolts keep up with backpressure without the unbounded
 #: backlog the multilang ones built, and with 50 the pending bound, not the bottleneck, set the pace
 #: at budget 3 (measured: 25.9/s with every bolt pod idle part of the time).
 #: Idle and blocked executors sleep 10 ms between polls, not 1 ms: in a 200m pod the millisecond
 #: polling of idle queues and of downstream backpressure cost ~25 % of the unit, more the more a
 #: bolt waited (measured: bolt 2 used 174m at 12.7/s held back by bolt 3, 200m at 20.1/s saturated).
+#: 12 tasks per bolt, so that 1, 2, 3 and 4 executors each get the same number of tasks: a shuffle
+#: picks a *task*, so an executor's share of a component's input is its tasks' share (with 4 tasks
+#: over 3 executors, one got 2/4 of the input and the component ran at 2 executors' pace; measured
+#: budget 3: 6.0, 6.2 and 12.0 tuples/s, the sinks 24.8/s where 37 were planned). docs/planner.md.
+#: Load-aware messaging off (``topology.disable.loadaware.messaging``): Storm's load-aware shuffle
+#: (the default) split bolt 3's input 59/41 between its two equally fast executors, the one with
+#: more input saturated and the other idle a fifth of its time (measured at budget 2: 18.6 tuples/s
+#: against 23.0 with plain shuffle, which splits evenly). The model assumes an even split;
+#: :data:`JVM_LINEAR_LOADAWARE` measures the default for the accuracy benchmark.
 JVM_CONF = {
     **CONGESTED_LINEAR.storm_conf,
     "topology.max.spout.pending": 200,
     "topology.bolt.wait.progressive.level3.sleep.millis": 10,
     "topology.backpressure.wait.progressive.level3.sleep.millis": 10,
     "topology.spout.wait.progressive.level3.sleep.millis": 10,
+    "topology.disable.loadaware.messaging": True,
 }
-JVM_LINEAR = dataclasses.replace(CONGESTED_LINEAR, name="e2e-jvm-linear", language="jvm", storm_conf=JVM_CONF)
+JVM_PROPERTIES = {**CONGESTED_LINEAR.properties, "max.tasks": 12}
+JVM_LINEAR = dataclasses.replace(
+    CONGESTED_LINEAR, name="e2e-jvm-linear", language="jvm", storm_conf=JVM_CONF, properties=JVM_PROPERTIES
+)
+#: :data:`JVM_LINEAR` with Storm's default load-aware shuffle (for ``make accuracy``).
+JVM_LINEAR_LOADAWARE = dataclasses.replace(
+    JVM_LINEAR,
+    name="e2e-jvm-linear-loadaware",
+    storm_conf={**JVM_CONF, "topology.disable.loadaware.messaging": False},
+)
 
 #: A diamond (1 → {2, 3} → 4, the spout alternating its two streams) whose next budget depends on a
 #: branch that is not saturated at the start: 3 (10 ms/tuple, ~17/s per unit) holds the spout, and
@@ -94,7 +113,7 @@ JVM_DIAMOND = dataclasses.replace(
     language="jvm",
     storm_conf=JVM_CONF,
     properties={
-        **CONGESTED_LINEAR.properties,
+        **JVM_PROPERTIES,
         "c1.rate": 120,
         "c2.cost_us": 6000,
         "c3.cost_us": 10000,
@@ -103,4 +122,9 @@ JVM_DIAMOND = dataclasses.replace(
 )
 
 #: By name, for the accuracy report's ``--scenario``.
-SCENARIOS = {"multilang-linear": CONGESTED_LINEAR, "jvm-linear": JVM_LINEAR, "jvm-diamond": JVM_DIAMOND}
+SCENARIOS = {
+    "multilang-linear": CONGESTED_LINEAR,
+    "jvm-linear": JVM_LINEAR,
+    "jvm-linear-loadaware": JVM_LINEAR_LOADAWARE,
+    "jvm-diamond": JVM_DIAMOND,
+}
