@@ -214,13 +214,63 @@ def test_bad_or_missing_inputs_mean_no_action(setup: Any, reason: str) -> None:
     assert [e[:2] for e in w.events.posted] == [("Warning", reason)]
 
 
-def test_a_refused_rebalance_is_reported_and_forgotten() -> None:
+def test_a_refused_rebalance_scales_back_and_holds_until_the_spec_changes() -> None:
     w = world()
     w.nimbus.fail_rebalance = RefusedError("component 3: 9 executors above its 8 tasks")
-    outcome = run(w, policy())
-    assert conditions(outcome)["Degraded"] == ("True", "ApplyRefused")
-    assert "pending" not in outcome.status
-    assert outcome.retry_after is None
+    first = run(w, policy())
+    assert conditions(first)["Degraded"] == ("True", "ApplyRefused")
+    assert "pending" not in first.status
+    assert first.retry_after is None
+    assert w.cluster.replicas == 4  # back to the pods the units Storm runs need
+    assert [j for j in w.journal if j[0] != "save"] == [
+        ("scale", 6),
+        ("rebalance", {"1": 1, "2": 2, "3": 2, "4": 1}),
+        ("scale", 4),
+    ]
+    since = next(c for c in first.status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"]
+    status = first.status
+    for minute in (1, 2, 3):  # the timer's passes: no re-plan, no write, no second Warning
+        status = run(w, policy(), status, minutes=minute).status
+    assert w.profiler.calls == 1
+    assert [j for j in w.journal if j[0] != "save"][3:] == []
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyRefused")]
+    assert conditions(Pass(status, None))["Degraded"] == ("True", "ApplyRefused")
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["lastTransitionTime"] == since
+    assert "9 executors above its 8 tasks" in degraded["message"]
+    w.nimbus.fail_rebalance = None  # the spec changes (a new generation): planned and applied again
+    changed = reconcile(
+        Resource("streaming", "linear", 2),
+        policy(),
+        StormTopologyStatus.from_json(status),
+        w.ports,
+        T0 + timedelta(minutes=4),
+    )
+    assert w.nimbus.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
+    assert changed.status.pending is not None
+
+
+def test_a_refused_scale_is_not_undone_and_holds_too() -> None:
+    w = world()
+    w.cluster.fail_scale = RefusedError("deployments.apps is forbidden")
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    assert [j for j in w.journal if j[0] != "save"] == [("scale", 6)]  # one try, no scale back
+    assert conditions(Pass(status, None))["Degraded"] == ("True", "ApplyRefused")
+
+
+def test_a_failure_that_repeats_warns_once_and_keeps_its_transition_time() -> None:
+    """Each pass sets Healthy before it acts; a pass that then fails the same way must not count as
+    a new failure (it used to post a Warning and move lastTransitionTime every pass)."""
+    w = world()
+    w.nimbus.fail_rebalance = UnavailableError("nimbus: connection refused")
+    status = run(w, policy()).status
+    since = next(c for c in status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"]
+    for minute in (1, 2):
+        status = run(w, policy(), status, minutes=minute).status
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyUnavailable")]
+    assert next(c for c in status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"] == since
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == since
 
 
 def test_never_above_the_task_count() -> None:

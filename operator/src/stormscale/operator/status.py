@@ -191,11 +191,21 @@ class StormTopologyStatus(_Status):
         return found is not None and found.status == "True" and reason in (None, found.reason)
 
     def set_condition(
-        self, kind: str, *, status: bool, reason: Reason, message: str, now: datetime, generation: int
+        self,
+        kind: str,
+        *,
+        status: bool,
+        reason: Reason,
+        message: str,
+        now: datetime,
+        generation: int,
+        previous: Condition | None = None,
     ) -> None:
-        """Set condition ``kind``; its ``lastTransitionTime`` moves only when its status flips."""
+        """Set condition ``kind``; its ``lastTransitionTime`` moves only when its status flips from
+        ``previous`` (by default the condition as it stands; reconcile passes the one the pass started
+        from, so a pass that says Healthy before acting and then fails as before is no transition)."""
         value: Literal["True", "False"] = "True" if status else "False"
-        previous = self.condition(kind)
+        previous = previous or self.condition(kind)
         since = previous.last_transition_time if previous and previous.status == value else timestamp(now)
         fresh = Condition(
             type=kind,
