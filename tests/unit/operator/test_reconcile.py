@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
 from stormscale.operator.reconcile import Resource, planning_start, reconcile
 from stormscale.operator.status import StormTopologyStatus
-from stormscale.planner import load_profile
+from stormscale.planner import load_profile, parse_profile
 
 from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
 
@@ -347,3 +348,30 @@ def test_a_budget_rise_keeps_every_running_unit_and_adds_the_difference() -> Non
     assert sum(target.values()) == sum(running.values()) + 1
     assert all(target[c] >= running[c] for c in running)
     assert raised["lastPlan"]["budget"] == 3
+
+
+def test_a_topology_resubmitted_with_other_components_gets_a_fresh_baseline() -> None:
+    w = world()
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    assert status["appliedBudget"] == 2
+    # Resubmitted with its components renamed (split, count, ...), on one executor each.
+    raw = json.loads((PROFILES / "thesis-linear.json").read_text())
+    names = {"1": "spout", "2": "split", "3": "count", "4": "sink"}
+    for c in raw["components"]:
+        c["id"] = names[c["id"]]
+        c["children"] = {names[k]: v for k, v in (c.get("children") or {}).items()}
+    renamed = parse_profile(raw)
+    ids = list(names.values())
+    w.nimbus.executors, w.nimbus.tasks = dict.fromkeys(ids, 1), dict.fromkeys(ids, 8)
+    w.profiler.topology = renamed
+    events = len(w.events.posted)
+    fresh = run(w, policy(), status, minutes=2)
+    assert fresh.status["baseline"] == dict.fromkeys(ids, 1)
+    assert "Degraded" not in {k for k, v in conditions(fresh).items() if v[0] == "True"}
+    assert fresh.status["lastPlan"]["start"] == dict.fromkeys(
+        ids, 1
+    )  # the whole budget, from the new baseline
+    assert fresh.status["pending"]["budget"] == 2
+    assert set(fresh.status["pending"]["units"]) == set(ids)
+    assert [e[:2] for e in w.events.posted[events:]] == [("Normal", "BaselineRefreshed")]

@@ -151,8 +151,10 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     try:
         fresh = store.load(namespace, name)
     except GoneError:
-        return None  # deleted meanwhile
-    except (RefusedError, UnavailableError) as err:
+        return None  # deleted meanwhile: only a 404 says so
+    except RefusedError as err:
+        return _unreadable(body, store, f"cannot read StormTopology {namespace}/{name}: {err}")
+    except UnavailableError as err:
         message = f"cannot read StormTopology {namespace}/{name}: {err}"
         raise kopf.TemporaryError(message, delay=RETRY_WAITING_S) from None
     now = datetime.now(UTC)
@@ -179,6 +181,31 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     except Exception as err:  # the error contract's last line: a condition and a log, not a bare traceback
         LOG.exception("[%s/%s] reconcile failed", namespace, name)
         return refuse(status, Reason.INTERNAL_ERROR, f"{type(err).__name__}: {one_line(err)}")
+
+
+def _unreadable(body: kopf.Body, store: StatusWriter, message: str) -> Outcome:
+    """The API server refuses to read the resource (a 403: RBAC, a webhook): an error, not a deletion.
+
+    ``Degraded/KubernetesRefused`` on the status as the watch last delivered it, where the status can
+    still be written, and retried after the reason's delay (RBAC can be mended without a spec change).
+    """
+    meta = body.metadata
+    resource = Resource(
+        str(meta.namespace), str(meta.name), int(body.get("metadata", {}).get("generation") or 0)
+    )
+    try:
+        status = StormTopologyStatus.from_json(body.get("status"))
+    except StatusError:
+        status = StormTopologyStatus()
+    outcome = degraded_pass(
+        resource,
+        status,
+        reason=Reason.KUBERNETES_REFUSED,
+        message=message,
+        now=datetime.now(UTC),
+        events=KopfEvents(body),
+    )
+    return _save(resource, outcome, store)
 
 
 def reconcile_and_save(

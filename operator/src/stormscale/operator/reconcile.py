@@ -279,6 +279,8 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         return st.degraded(Reason.TOPOLOGY_NOT_FOUND, str(err))
     except UnavailableError as err:
         return st.degraded(Reason.NIMBUS_UNAVAILABLE, str(err))
+    if st.status.baseline is not None and set(st.status.baseline) != set(storm.executors):
+        _refresh_baseline(st, storm)
     baseline = dict(st.status.baseline or storm.executors)
     st.status.baseline = baseline
     seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
@@ -333,6 +335,28 @@ def _hold_refused(seen: _Pass) -> Outcome:
     degraded = st.status.condition(DEGRADED)
     message = degraded.message if degraded is not None else "apply refused"
     return _refused(seen, message, seen.workers.replicas)
+
+
+def _refresh_baseline(st: _Book, storm: StormTopologyState) -> None:
+    """Storm runs other components than the baseline names: the topology was resubmitted.
+
+    What the status says of units, budgets and plans belongs to the old topology (kept, it stayed
+    ``Degraded/InvalidProfile`` for ever); the new one starts from what Storm runs now, as a topology
+    seen for the first time. Auto's last scale time is kept: the cooldown protects the pods, which
+    are the same.
+    """
+    old = ", ".join(sorted(st.status.baseline or {}))
+    st.status.baseline = dict(storm.executors)
+    st.status.units = st.status.total_units = st.status.applied_budget = st.status.pending = None
+    st.status.last_plan = None  # also lifts a refusal's hold (refused_before): Storm changed
+    if st.status.autoscaler is not None:
+        st.status.autoscaler = st.status.autoscaler.model_copy(
+            update={"desired_budget": None, "scale_in_since": None}
+        )
+    message = (
+        f"Storm runs other components than the baseline's ({old}): baseline {_units_text(storm.executors)}"
+    )
+    st.events.append(("Normal", Reason.BASELINE_REFRESHED, message))
 
 
 def _converged(
