@@ -8,6 +8,7 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -31,6 +32,8 @@ from stormscale.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
+PEERING_IDENTITY_ENV = "STORMSCALE_PEERING_IDENTITY"
+"""Set (by the chart, to the pod's name) when replicas meet in Kopf peering: see :func:`peering_priority`."""
 LOG = logging.getLogger("stormscale.operator")
 
 PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
@@ -106,9 +109,25 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
 
+def peering_priority(identity: str) -> int:
+    """Kopf's peering priority for the replica named ``identity`` (its pod's name): in [1, 2**31).
+
+    Kopf pauses every operator that sees a live peer of a higher *or the same* priority, so replicas
+    that share the Deployment's ``--priority`` all pause and none is active. One template cannot give
+    each pod its own number; a hash of the pod's name can: stable while the pod lives, different
+    between pods (equal for two names with probability 2**-31), and the highest wins. When it dies,
+    the others resume once its peering keepalive expires (Kopf's ``peering.lifetime``, 60 s).
+    """
+    digest = hashlib.sha256(identity.encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf tuning, in one place."""
+    identity = os.environ.get(PEERING_IDENTITY_ENV)
+    if identity:  # after the command line's --priority, before peering starts
+        settings.peering.priority = peering_priority(identity)
     # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
