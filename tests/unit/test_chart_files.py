@@ -98,13 +98,11 @@ def test_the_priority_is_stable_per_pod_and_differs_between_pods() -> None:
     assert all(1 <= p < 2**31 for p in priorities)
 
 
-def test_the_startup_handler_sets_kopf_s_priority_from_the_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_startup_handler_sets_kopf_s_priority_from_the_identity() -> None:
     import kopf
 
     settings = kopf.OperatorSettings()
-    monkeypatch.delenv(handlers.PEERING_IDENTITY_ENV, raising=False)
-    handlers.configure(settings)
+    handlers.set_peering_priority(settings, None)
     assert settings.peering.priority == 0  # standalone: Kopf's default, untouched
-    monkeypatch.setenv(handlers.PEERING_IDENTITY_ENV, "stormscale-6d4f9b7c8-x2k9p")
-    handlers.configure(settings)
+    handlers.set_peering_priority(settings, "stormscale-6d4f9b7c8-x2k9p")
     assert settings.peering.priority == handlers.peering_priority("stormscale-6d4f9b7c8-x2k9p")

@@ -122,12 +122,17 @@ def peering_priority(identity: str) -> int:
     return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)
 
 
+def set_peering_priority(settings: kopf.OperatorSettings, identity: str | None) -> None:
+    """With an identity (peered replicas), Kopf's priority from it; without, Kopf's own (the command
+    line's ``--priority`` or 0). Runs in the startup handler: after the command line, before peering."""
+    if identity:
+        settings.peering.priority = peering_priority(identity)
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf tuning, in one place."""
-    identity = os.environ.get(PEERING_IDENTITY_ENV)
-    if identity:  # after the command line's --priority, before peering starts
-        settings.peering.priority = peering_priority(identity)
+    set_peering_priority(settings, os.environ.get(PEERING_IDENTITY_ENV))
     # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
