@@ -279,7 +279,10 @@ def test_never_above_the_task_count() -> None:
     status = run(w, policy(budget=3)).status
     assert status["lastPlan"]["allocation"].get("3", 0) == 0
     assert all(n <= {"1": 1, "2": 8, "3": 1, "4": 8}[c] for c, n in status["pending"]["units"].items())
-    assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"][0] in {"True", "False"}
+    assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"] == (
+        "True",
+        "UnitsUnallocated",
+    )
 
 
 def test_unit_cpu_is_the_cpu_limit_per_slot() -> None:

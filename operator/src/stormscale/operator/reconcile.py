@@ -220,6 +220,7 @@ class _Pass:
     workers: Workers
     storm: StormTopologyState
     budget: int  # the spec's, or Auto's choice
+    at_max_units: bool = False  # Auto: even scaling.maxUnits leaves components congested
 
 
 def reconcile(
@@ -420,13 +421,15 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
     )
     st.status.autoscaler = decision.state
     if not sizing.sufficient:
-        st.set(
-            SCALING_LIMITED,
-            True,
-            Reason.MAX_UNITS_REACHED,
-            f"Even scaling.maxUnits {scaling.max_units} leaves components congested",
-        )
-    return dataclasses.replace(seen, budget=decision.budget)
+        _max_units_reached(st, scaling.max_units)
+    elif st.status.holds(SCALING_LIMITED, Reason.MAX_UNITS_REACHED):  # the load fell back into range
+        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, f"Within scaling.maxUnits {scaling.max_units}")
+    return dataclasses.replace(seen, budget=decision.budget, at_max_units=not sizing.sufficient)
+
+
+def _max_units_reached(st: _Book, max_units: int) -> None:
+    message = f"Even scaling.maxUnits {max_units} leaves components congested"
+    st.set(SCALING_LIMITED, True, Reason.MAX_UNITS_REACHED, message)
 
 
 def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredProfile | None) -> Outcome:
@@ -462,6 +465,8 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
             Reason.UNITS_UNALLOCATED,
             f"{plan.unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)",
         )
+    elif seen.at_max_units:  # every unit used, and still not enough: say that, not "within limits"
+        _max_units_reached(st, policy.spec.scaling.max_units)
     else:
         st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, "Every unit of the budget is used")
     if policy.mode is Mode.RECOMMEND:
