@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import kopf
 import pytest
 
 from stormscale.operator.handlers import reconcile_and_save
@@ -17,7 +18,7 @@ from stormscale.operator.reconcile import reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
 
-from .fakes import FakeStatus, World
+from .fakes import FakeStatus, UnavailableError, World
 from .test_reconcile import LINEAR, RESOURCE, T0, policy, world
 
 
@@ -76,7 +77,7 @@ def crashing_world(where: str) -> tuple[World, CrashingStatus]:
         w.cluster.fail_scale = Crash()
     elif where == "rebalance":  # replicas set, executors not
         w.nimbus.fail_rebalance = Crash()
-    else:  # both written; the end-of-pass save never happens
+    elif where == "end-of-pass save":  # both written; the end-of-pass save never happens
         store.crash_at = 2
     return w, store
 
@@ -104,3 +105,20 @@ def test_a_crash_after_the_intent_keeps_the_baseline_and_the_cooldown(where: str
     status = restart(w, auto(), minutes=18)  # wanted for 15 minutes, cooled down: now it goes
     status = restart(w, auto(), minutes=19)
     assert status["units"] == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_a_verification_whose_save_fails_announces_the_budget_once() -> None:
+    """The pass that sees Storm run the plan posts ScalingApplied; if its status is not saved, the
+    next pass verifies again: the event waits for the save, or it is posted twice."""
+    w, store = crashing_world("none")
+    reconcile_and_save(RESOURCE, auto(), StormTopologyStatus(), w.ports, T0)  # intent, replicas, rebalance
+    store.fail = UnavailableError("apiserver: 503")
+    stored = StormTopologyStatus.from_json(store.stored)
+    with pytest.raises(kopf.TemporaryError):
+        reconcile_and_save(RESOURCE, auto(), stored, w.ports, T0 + timedelta(minutes=1))
+    assert [e[1] for e in w.events.posted] == []
+    store.fail = None
+    stored = StormTopologyStatus.from_json(store.stored)
+    done = reconcile_and_save(RESOURCE, auto(), stored, w.ports, T0 + timedelta(minutes=2))
+    assert done.status.applied_budget == 2
+    assert [e[1] for e in w.events.posted] == ["ScalingApplied"]

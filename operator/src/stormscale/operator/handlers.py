@@ -8,6 +8,7 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -23,7 +24,7 @@ from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeploy
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import GoneError, Ports, RefusedError, StatusWriter, UnavailableError
+from stormscale.operator.ports import Events, GoneError, Ports, RefusedError, StatusWriter, UnavailableError
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
@@ -185,10 +186,9 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     resource = Resource(namespace, name, int(fresh["metadata"].get("generation") or 0))
 
     def refuse(status: StormTopologyStatus, reason: Reason, message: str) -> Outcome:
-        outcome = degraded_pass(
-            resource, status, reason=reason, message=message, now=now, events=KopfEvents(body)
-        )
-        return _save(resource, outcome, store)
+        deferred = DeferredEvents(KopfEvents(body))
+        outcome = degraded_pass(resource, status, reason=reason, message=message, now=now, events=deferred)
+        return _save(resource, outcome, store, deferred)
 
     try:
         status = StormTopologyStatus.from_json(fresh.get("status"))
@@ -232,19 +232,50 @@ def _unreadable(body: kopf.Body, store: StatusWriter, message: str) -> Outcome:
     return _save(resource, outcome, store)
 
 
+class DeferredEvents:
+    """Events held until the pass's status is saved (then :meth:`flush`).
+
+    Whether an event is due is decided against the stored status (one ScalingApplied per verified
+    budget, one Warning per change of reason); posted before a save that fails, the next pass, seeing
+    the same stored status, posts it again. A crash between the save and the flush loses the event
+    instead: at most once, never twice.
+    """
+
+    def __init__(self, events: Events) -> None:
+        self._events = events
+        self._held: list[tuple[bool, str, str]] = []
+
+    def normal(self, reason: str, message: str) -> None:
+        self._held.append((False, reason, message))
+
+    def warning(self, reason: str, message: str) -> None:
+        self._held.append((True, reason, message))
+
+    def flush(self) -> None:
+        for warning, reason, message in self._held:
+            (self._events.warning if warning else self._events.normal)(reason, message)
+        self._held.clear()
+
+
 def reconcile_and_save(
     resource: Resource, policy: Policy, status: StormTopologyStatus, ports: Ports, now: datetime
 ) -> Outcome:
     """One reconcile pass, then one save of its status (only what changed since the pass's own intent
-    save, if it made one)."""
-    return _save(resource, reconcile(resource, policy, status, ports, now), ports.status)
+    save, if it made one), then its events."""
+    deferred = DeferredEvents(ports.events)
+    outcome = reconcile(resource, policy, status, dataclasses.replace(ports, events=deferred), now)
+    return _save(resource, outcome, ports.status, deferred)
 
 
-def _save(resource: Resource, outcome: Outcome, writer: StatusWriter) -> Outcome:
+def _save(
+    resource: Resource, outcome: Outcome, writer: StatusWriter, events: DeferredEvents | None = None
+) -> Outcome:
     try:
         writer.save(resource.namespace, resource.name, outcome.status)
     except (RefusedError, UnavailableError) as err:
         raise kopf.TemporaryError(f"status not saved: {err}", delay=RETRY_WAITING_S) from None
+    if events is not None:
+        events.flush()
     return outcome
 
 
