@@ -378,3 +378,15 @@ def test_a_topology_resubmitted_with_other_components_gets_a_fresh_baseline() ->
     assert fresh.status["pending"]["budget"] == 2
     assert set(fresh.status["pending"]["units"]) == set(ids)
     assert [e[:2] for e in w.events.posted[events:]] == [("Normal", "BaselineRefreshed")]
+
+
+def test_auto_mode_holds_a_refused_budget_too() -> None:
+    w = world()
+    w.nimbus.fail_rebalance = RefusedError("not authorized to rebalance linear")
+    auto = policy(mode="Auto", budget=0, minUnits=0, maxUnits=5)
+    status = run(w, auto).status
+    for minute in (1, 2, 10):  # Auto still wants budget 2: held, not re-applied
+        status = run(w, auto, status, minutes=minute).status
+    assert [c[0] for c in w.nimbus.calls].count("rebalance") == 1
+    assert [j[1] for j in w.journal if j[0] == "scale"] == [6, 4]
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyRefused")]
