@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit bench bench-sizing accuracy clean
+.PHONY: venv demo plan-demo test lint unit bench bench-sizing accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -51,6 +51,11 @@ bench-sizing: venv
 ## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario (the test bed; about an hour): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus
 	$(BIN)/python -m bench.accuracy
+
+## mutation: mutation testing (cosmic-ray, pinned in requirements-mutation.txt) of the planner's core and the operator's reconcile, autoscale and policy, in a copy of the tree under .run/mutation; prints the score (hours; not part of make test; MUTATE=<config> for another selection)
+mutation: venv
+	$(BIN)/python -m pip install --quiet -r requirements-mutation.txt
+	bash tests/mutation/run.sh
 
 clean:
 	rm -rf $(VENV) .cache .run bench/out

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
+
+from stormscale.operator import handlers
 
 REPO = Path(__file__).parents[2]
 CHART = REPO / "charts" / "stormscale"
@@ -30,3 +35,74 @@ def test_every_value_is_documented_and_in_the_schema() -> None:
         line.split("--")[0].strip("# ").strip() for line in lines if line.startswith("# ") and " -- " in line
     }
     assert set(values) <= documented  # each top-level key has a "# key -- meaning" comment
+
+
+HELM = REPO / ".cache" / "bin" / "helm"
+
+
+def render(*values: str) -> list[dict[str, Any]]:
+    """The chart's manifests as ``helm template`` renders them with these ``--set`` values."""
+    if not HELM.exists():
+        pytest.skip("helm is not in .cache/bin (make test fetches it)")
+    command = [
+        str(HELM),
+        "template",
+        "stormscale",
+        str(CHART),
+        "-n",
+        "stormscale-system",
+        "--kube-version",
+        "1.31.0",
+    ]
+    for value in values:
+        command += ["--set", value]
+    out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def operator_container(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    deployment = next(
+        d
+        for d in manifests
+        if d["kind"] == "Deployment" and d["metadata"]["labels"]["app.kubernetes.io/component"] == "operator"
+    )
+    container: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {**container, "replicas": deployment["spec"]["replicas"]}
+
+
+def test_by_default_one_standalone_replica() -> None:
+    operator = operator_container(render())
+    assert operator["replicas"] == 1
+    assert "--standalone" in operator["args"]
+    assert not [e for e in operator["env"] if e["name"] == handlers.PEERING_IDENTITY_ENV]
+
+
+def test_peered_replicas_each_take_a_priority_from_their_pod_s_name() -> None:
+    """Kopf pauses every replica that sees a peer of the same priority: with one shared priority two
+    replicas both paused and none was active. Each pod's name gives it its own."""
+    operator = operator_container(render("peering.enabled=true", "replicaCount=2"))
+    assert operator["replicas"] == 2
+    assert "--peering=stormscale" in operator["args"]
+    assert "--standalone" not in operator["args"]
+    identity = [e for e in operator["env"] if e["name"] == handlers.PEERING_IDENTITY_ENV]
+    assert identity == [
+        {"name": handlers.PEERING_IDENTITY_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    ]
+
+
+def test_the_priority_is_stable_per_pod_and_differs_between_pods() -> None:
+    pods = [f"stormscale-6d4f9b7c8-{suffix}" for suffix in ("x2k9p", "q7wzt", "bb4mn", "h8s2d", "zz001")]
+    priorities = [handlers.peering_priority(p) for p in pods]
+    assert len(set(priorities)) == len(pods)
+    assert priorities == [handlers.peering_priority(p) for p in pods]
+    assert all(1 <= p < 2**31 for p in priorities)
+
+
+def test_the_startup_handler_sets_kopf_s_priority_from_the_identity() -> None:
+    import kopf
+
+    settings = kopf.OperatorSettings()
+    handlers.set_peering_priority(settings, None)
+    assert settings.peering.priority == 0  # standalone: Kopf's default, untouched
+    handlers.set_peering_priority(settings, "stormscale-6d4f9b7c8-x2k9p")
+    assert settings.peering.priority == handlers.peering_priority("stormscale-6d4f9b7c8-x2k9p")

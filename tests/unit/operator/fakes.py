@@ -26,7 +26,7 @@ class FakeCluster:
     cpu_limit_millicores: int | None = 500
     hpa: str | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
-    fail_scale: Exception | None = None
+    fail_scale: BaseException | None = None
     fail_read: Exception | None = None
     journal: Journal = field(default_factory=list)
 
@@ -50,7 +50,7 @@ class FakeNimbus:
     tasks: dict[str, int]
     status: str = "ACTIVE"
     calls: list[tuple[str, Any]] = field(default_factory=list)
-    fail_rebalance: Exception | None = None
+    fail_rebalance: BaseException | None = None
     fail_describe: Exception | None = None
     applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet
     journal: Journal = field(default_factory=list)

@@ -327,10 +327,22 @@ def test_a_status_of_the_wrong_shape_is_degraded_not_a_traceback(handler: Any) -
 
 
 def test_only_a_404_means_deleted(handler: Any) -> None:
-    _, store, _ = handler
+    _, store, events = handler
     store.load_error = GoneError("StormTopology streaming/linear: 404 Not Found")
     handlers.run_pass(kopf.Body(store.resource))  # nothing to do
+    assert (store.saved, events.posted) == ([], [])
     store.load_error = RefusedError("StormTopology streaming/linear: 403 Forbidden")
+    for _ in range(2):
+        with pytest.raises(kopf.TemporaryError, match="403") as caught:
+            handlers.run_pass(kopf.Body(store.resource))
+    assert caught.value.delay == RETRY_AFTER[Reason.KUBERNETES_REFUSED]
+    assert degraded_reason(store) == "KubernetesRefused"  # an error condition, where it can be written
+    assert [e[:2] for e in events.posted] == [("Warning", "KubernetesRefused")]
+
+
+def test_a_403_that_also_refuses_the_status_is_still_retried(handler: Any) -> None:
+    _, store, _ = handler
+    store.load_error = store.fail = RefusedError("StormTopology streaming/linear: 403 Forbidden")
     with pytest.raises(kopf.TemporaryError, match="403"):
         handlers.run_pass(kopf.Body(store.resource))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
 from stormscale.operator.reconcile import Resource, planning_start, reconcile
 from stormscale.operator.status import StormTopologyStatus
-from stormscale.planner import load_profile
+from stormscale.planner import load_profile, parse_profile
 
 from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
 
@@ -214,13 +215,63 @@ def test_bad_or_missing_inputs_mean_no_action(setup: Any, reason: str) -> None:
     assert [e[:2] for e in w.events.posted] == [("Warning", reason)]
 
 
-def test_a_refused_rebalance_is_reported_and_forgotten() -> None:
+def test_a_refused_rebalance_scales_back_and_holds_until_the_spec_changes() -> None:
     w = world()
     w.nimbus.fail_rebalance = RefusedError("component 3: 9 executors above its 8 tasks")
-    outcome = run(w, policy())
-    assert conditions(outcome)["Degraded"] == ("True", "ApplyRefused")
-    assert "pending" not in outcome.status
-    assert outcome.retry_after is None
+    first = run(w, policy())
+    assert conditions(first)["Degraded"] == ("True", "ApplyRefused")
+    assert "pending" not in first.status
+    assert first.retry_after is None
+    assert w.cluster.replicas == 4  # back to the pods the units Storm runs need
+    assert [j for j in w.journal if j[0] != "save"] == [
+        ("scale", 6),
+        ("rebalance", {"1": 1, "2": 2, "3": 2, "4": 1}),
+        ("scale", 4),
+    ]
+    since = next(c for c in first.status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"]
+    status = first.status
+    for minute in (1, 2, 3):  # the timer's passes: no re-plan, no write, no second Warning
+        status = run(w, policy(), status, minutes=minute).status
+    assert w.profiler.calls == 1
+    assert [j for j in w.journal if j[0] != "save"][3:] == []
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyRefused")]
+    assert conditions(Pass(status, None))["Degraded"] == ("True", "ApplyRefused")
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["lastTransitionTime"] == since
+    assert "9 executors above its 8 tasks" in degraded["message"]
+    w.nimbus.fail_rebalance = None  # the spec changes (a new generation): planned and applied again
+    changed = reconcile(
+        Resource("streaming", "linear", 2),
+        policy(),
+        StormTopologyStatus.from_json(status),
+        w.ports,
+        T0 + timedelta(minutes=4),
+    )
+    assert w.nimbus.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
+    assert changed.status.pending is not None
+
+
+def test_a_refused_scale_is_not_undone_and_holds_too() -> None:
+    w = world()
+    w.cluster.fail_scale = RefusedError("deployments.apps is forbidden")
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    assert [j for j in w.journal if j[0] != "save"] == [("scale", 6)]  # one try, no scale back
+    assert conditions(Pass(status, None))["Degraded"] == ("True", "ApplyRefused")
+
+
+def test_a_failure_that_repeats_warns_once_and_keeps_its_transition_time() -> None:
+    """Each pass sets Healthy before it acts; a pass that then fails the same way must not count as
+    a new failure (it used to post a Warning and move lastTransitionTime every pass)."""
+    w = world()
+    w.nimbus.fail_rebalance = UnavailableError("nimbus: connection refused")
+    status = run(w, policy()).status
+    since = next(c for c in status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"]
+    for minute in (1, 2):
+        status = run(w, policy(), status, minutes=minute).status
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyUnavailable")]
+    assert next(c for c in status["conditions"] if c["type"] == "Degraded")["lastTransitionTime"] == since
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["lastTransitionTime"] == since
 
 
 def test_never_above_the_task_count() -> None:
@@ -228,7 +279,10 @@ def test_never_above_the_task_count() -> None:
     status = run(w, policy(budget=3)).status
     assert status["lastPlan"]["allocation"].get("3", 0) == 0
     assert all(n <= {"1": 1, "2": 8, "3": 1, "4": 8}[c] for c, n in status["pending"]["units"].items())
-    assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"][0] in {"True", "False"}
+    assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"] == (
+        "True",
+        "UnitsUnallocated",
+    )
 
 
 def test_unit_cpu_is_the_cpu_limit_per_slot() -> None:
@@ -297,3 +351,42 @@ def test_a_budget_rise_keeps_every_running_unit_and_adds_the_difference() -> Non
     assert sum(target.values()) == sum(running.values()) + 1
     assert all(target[c] >= running[c] for c in running)
     assert raised["lastPlan"]["budget"] == 3
+
+
+def test_a_topology_resubmitted_with_other_components_gets_a_fresh_baseline() -> None:
+    w = world()
+    status = run(w, policy()).status
+    status = run(w, policy(), status, minutes=1).status
+    assert status["appliedBudget"] == 2
+    # Resubmitted with its components renamed (split, count, ...), on one executor each.
+    raw = json.loads((PROFILES / "thesis-linear.json").read_text())
+    names = {"1": "spout", "2": "split", "3": "count", "4": "sink"}
+    for c in raw["components"]:
+        c["id"] = names[c["id"]]
+        c["children"] = {names[k]: v for k, v in (c.get("children") or {}).items()}
+    renamed = parse_profile(raw)
+    ids = list(names.values())
+    w.nimbus.executors, w.nimbus.tasks = dict.fromkeys(ids, 1), dict.fromkeys(ids, 8)
+    w.profiler.topology = renamed
+    events = len(w.events.posted)
+    fresh = run(w, policy(), status, minutes=2)
+    assert fresh.status["baseline"] == dict.fromkeys(ids, 1)
+    assert "Degraded" not in {k for k, v in conditions(fresh).items() if v[0] == "True"}
+    assert fresh.status["lastPlan"]["start"] == dict.fromkeys(
+        ids, 1
+    )  # the whole budget, from the new baseline
+    assert fresh.status["pending"]["budget"] == 2
+    assert set(fresh.status["pending"]["units"]) == set(ids)
+    assert [e[:2] for e in w.events.posted[events:]] == [("Normal", "BaselineRefreshed")]
+
+
+def test_auto_mode_holds_a_refused_budget_too() -> None:
+    w = world()
+    w.nimbus.fail_rebalance = RefusedError("not authorized to rebalance linear")
+    auto = policy(mode="Auto", budget=0, minUnits=0, maxUnits=5)
+    status = run(w, auto).status
+    for minute in (1, 2, 10):  # Auto still wants budget 2: held, not re-applied
+        status = run(w, auto, status, minutes=minute).status
+    assert [c[0] for c in w.nimbus.calls].count("rebalance") == 1
+    assert [j[1] for j in w.journal if j[0] == "scale"] == [6, 4]
+    assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyRefused")]

@@ -8,6 +8,8 @@ unfinished applies, Auto mode and recovered dependencies converge without a spec
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import os
 import threading
@@ -22,7 +24,7 @@ from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeploy
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import GoneError, Ports, RefusedError, StatusWriter, UnavailableError
+from stormscale.operator.ports import Events, GoneError, Ports, RefusedError, StatusWriter, UnavailableError
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
@@ -31,6 +33,8 @@ from stormscale.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
+PEERING_IDENTITY_ENV = "STORMSCALE_PEERING_IDENTITY"
+"""Set (by the chart, to the pod's name) when replicas meet in Kopf peering: see :func:`peering_priority`."""
 LOG = logging.getLogger("stormscale.operator")
 
 PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
@@ -106,9 +110,30 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
 
+def peering_priority(identity: str) -> int:
+    """Kopf's peering priority for the replica named ``identity`` (its pod's name): in [1, 2**31).
+
+    Kopf pauses every operator that sees a live peer of a higher *or the same* priority, so replicas
+    that share the Deployment's ``--priority`` all pause and none is active. One template cannot give
+    each pod its own number; a hash of the pod's name can: stable while the pod lives, different
+    between pods (equal for two names with probability 2**-31), and the highest wins. When it dies,
+    the others resume once its peering keepalive expires (Kopf's ``peering.lifetime``, 60 s).
+    """
+    digest = hashlib.sha256(identity.encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)
+
+
+def set_peering_priority(settings: kopf.OperatorSettings, identity: str | None) -> None:
+    """With an identity (peered replicas), Kopf's priority from it; without, Kopf's own (the command
+    line's ``--priority`` or 0). Runs in the startup handler: after the command line, before peering."""
+    if identity:
+        settings.peering.priority = peering_priority(identity)
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf tuning, in one place."""
+    set_peering_priority(settings, os.environ.get(PEERING_IDENTITY_ENV))
     # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -151,18 +176,19 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     try:
         fresh = store.load(namespace, name)
     except GoneError:
-        return None  # deleted meanwhile
-    except (RefusedError, UnavailableError) as err:
+        return None  # deleted meanwhile: only a 404 says so
+    except RefusedError as err:
+        return _unreadable(body, store, f"cannot read StormTopology {namespace}/{name}: {err}")
+    except UnavailableError as err:
         message = f"cannot read StormTopology {namespace}/{name}: {err}"
         raise kopf.TemporaryError(message, delay=RETRY_WAITING_S) from None
     now = datetime.now(UTC)
     resource = Resource(namespace, name, int(fresh["metadata"].get("generation") or 0))
 
     def refuse(status: StormTopologyStatus, reason: Reason, message: str) -> Outcome:
-        outcome = degraded_pass(
-            resource, status, reason=reason, message=message, now=now, events=KopfEvents(body)
-        )
-        return _save(resource, outcome, store)
+        deferred = DeferredEvents(KopfEvents(body))
+        outcome = degraded_pass(resource, status, reason=reason, message=message, now=now, events=deferred)
+        return _save(resource, outcome, store, deferred)
 
     try:
         status = StormTopologyStatus.from_json(fresh.get("status"))
@@ -181,19 +207,75 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
         return refuse(status, Reason.INTERNAL_ERROR, f"{type(err).__name__}: {one_line(err)}")
 
 
+def _unreadable(body: kopf.Body, store: StatusWriter, message: str) -> Outcome:
+    """The API server refuses to read the resource (a 403: RBAC, a webhook): an error, not a deletion.
+
+    ``Degraded/KubernetesRefused`` on the status as the watch last delivered it, where the status can
+    still be written, and retried after the reason's delay (RBAC can be mended without a spec change).
+    """
+    meta = body.metadata
+    resource = Resource(
+        str(meta.namespace), str(meta.name), int(body.get("metadata", {}).get("generation") or 0)
+    )
+    try:
+        status = StormTopologyStatus.from_json(body.get("status"))
+    except StatusError:
+        status = StormTopologyStatus()
+    outcome = degraded_pass(
+        resource,
+        status,
+        reason=Reason.KUBERNETES_REFUSED,
+        message=message,
+        now=datetime.now(UTC),
+        events=KopfEvents(body),
+    )
+    return _save(resource, outcome, store)
+
+
+class DeferredEvents:
+    """Events held until the pass's status is saved (then :meth:`flush`).
+
+    Whether an event is due is decided against the stored status (one ScalingApplied per verified
+    budget, one Warning per change of reason); posted before a save that fails, the next pass, seeing
+    the same stored status, posts it again. A crash between the save and the flush loses the event
+    instead: at most once, never twice.
+    """
+
+    def __init__(self, events: Events) -> None:
+        self._events = events
+        self._held: list[tuple[bool, str, str]] = []
+
+    def normal(self, reason: str, message: str) -> None:
+        self._held.append((False, reason, message))
+
+    def warning(self, reason: str, message: str) -> None:
+        self._held.append((True, reason, message))
+
+    def flush(self) -> None:
+        for warning, reason, message in self._held:
+            (self._events.warning if warning else self._events.normal)(reason, message)
+        self._held.clear()
+
+
 def reconcile_and_save(
     resource: Resource, policy: Policy, status: StormTopologyStatus, ports: Ports, now: datetime
 ) -> Outcome:
     """One reconcile pass, then one save of its status (only what changed since the pass's own intent
-    save, if it made one)."""
-    return _save(resource, reconcile(resource, policy, status, ports, now), ports.status)
+    save, if it made one), then its events."""
+    deferred = DeferredEvents(ports.events)
+    outcome = reconcile(resource, policy, status, dataclasses.replace(ports, events=deferred), now)
+    return _save(resource, outcome, ports.status, deferred)
 
 
-def _save(resource: Resource, outcome: Outcome, writer: StatusWriter) -> Outcome:
+def _save(
+    resource: Resource, outcome: Outcome, writer: StatusWriter, events: DeferredEvents | None = None
+) -> Outcome:
     try:
         writer.save(resource.namespace, resource.name, outcome.status)
     except (RefusedError, UnavailableError) as err:
         raise kopf.TemporaryError(f"status not saved: {err}", delay=RETRY_WAITING_S) from None
+    if events is not None:
+        events.flush()
     return outcome
 
 

@@ -9,6 +9,7 @@ after a crash finishes that plan instead of planning anew.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
 OPTIMAL_TIME_LIMIT_S = 10.0
+LOG = logging.getLogger("stormscale.operator")
 
 
 @dataclass(frozen=True)
@@ -87,15 +89,27 @@ class _Book:
     now: datetime
     generation: int
     events: list[tuple[str, Reason, str]] = field(default_factory=list)
+    #: The status as the pass found it: conditions change (transition time, Warning) against it, not
+    #: against what the pass itself set on the way (Healthy before acting, then the same failure).
+    before: StormTopologyStatus = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.before = self.status.model_copy(deep=True)
 
     def set(self, kind: str, status: bool, reason: Reason, message: str) -> None:
         self.status.set_condition(
-            kind, status=status, reason=reason, message=message, now=self.now, generation=self.generation
+            kind,
+            status=status,
+            reason=reason,
+            message=message,
+            now=self.now,
+            generation=self.generation,
+            previous=self.before.condition(kind),
         )
 
     def degraded(self, reason: Reason, message: str) -> Outcome:
         """No action: say why, once (a Warning only when the reason changes), and when to look again."""
-        if not self.status.holds(DEGRADED, reason):
+        if not self.before.holds(DEGRADED, reason):
             self.events.append(("Warning", reason, message))
         self.set(DEGRADED, True, reason, message)
         self.set(READY, False, reason, message)
@@ -206,6 +220,7 @@ class _Pass:
     workers: Workers
     storm: StormTopologyState
     budget: int  # the spec's, or Auto's choice
+    at_max_units: bool = False  # Auto: even scaling.maxUnits leaves components congested
 
 
 def reconcile(
@@ -265,6 +280,8 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         return st.degraded(Reason.TOPOLOGY_NOT_FOUND, str(err))
     except UnavailableError as err:
         return st.degraded(Reason.NIMBUS_UNAVAILABLE, str(err))
+    if st.status.baseline is not None and set(st.status.baseline) != set(storm.executors):
+        _refresh_baseline(st, storm)
     baseline = dict(st.status.baseline or storm.executors)
     st.status.baseline = baseline
     seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
@@ -290,7 +307,57 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         st.set(PROGRESSING, False, Reason.STABLE, f"Budget {budget} is applied")
         st.set(READY, True, Reason.APPLIED, f"Budget {budget} is applied")
         return Outcome(st.status, AUTO_PERIOD_S if policy.mode is Mode.AUTO else None)
+    if refused_before(st.status, resource.generation, budget):
+        return _hold_refused(seen)
     return _plan_and_apply(seen, baseline, measured)
+
+
+def refused_before(status: StormTopologyStatus, generation: int, budget: int) -> bool:
+    """Whether applying ``budget`` was refused already for this very spec (generation).
+
+    A refusal is, by the ports' contract, not mended by retrying: re-planning and re-applying every
+    pass only scaled the Deployment up and down and posted a Warning each time. Held until the spec
+    changes (a new generation) or the budget to apply does (Auto mode under another load).
+    """
+    degraded, plan = status.condition(DEGRADED), status.last_plan
+    return (
+        degraded is not None
+        and degraded.status == "True"
+        and degraded.reason == Reason.APPLY_REFUSED
+        and degraded.observed_generation == generation
+        and plan is not None
+        and plan.budget == budget
+    )
+
+
+def _hold_refused(seen: _Pass) -> Outcome:
+    """The refused apply stays refused: no plan, no write but the scale back, no new Warning."""
+    st = seen.st
+    degraded = st.status.condition(DEGRADED)
+    message = degraded.message if degraded is not None else "apply refused"
+    return _refused(seen, message, seen.workers.replicas)
+
+
+def _refresh_baseline(st: _Book, storm: StormTopologyState) -> None:
+    """Storm runs other components than the baseline names: the topology was resubmitted.
+
+    What the status says of units, budgets and plans belongs to the old topology (kept, it stayed
+    ``Degraded/InvalidProfile`` for ever); the new one starts from what Storm runs now, as a topology
+    seen for the first time. Auto's last scale time is kept: the cooldown protects the pods, which
+    are the same.
+    """
+    old = ", ".join(sorted(st.status.baseline or {}))
+    st.status.baseline = dict(storm.executors)
+    st.status.units = st.status.total_units = st.status.applied_budget = st.status.pending = None
+    st.status.last_plan = None  # also lifts a refusal's hold (refused_before): Storm changed
+    if st.status.autoscaler is not None:
+        st.status.autoscaler = st.status.autoscaler.model_copy(
+            update={"desired_budget": None, "scale_in_since": None}
+        )
+    message = (
+        f"Storm runs other components than the baseline's ({old}): baseline {_units_text(storm.executors)}"
+    )
+    st.events.append(("Normal", Reason.BASELINE_REFRESHED, message))
 
 
 def _converged(
@@ -354,13 +421,15 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
     )
     st.status.autoscaler = decision.state
     if not sizing.sufficient:
-        st.set(
-            SCALING_LIMITED,
-            True,
-            Reason.MAX_UNITS_REACHED,
-            f"Even scaling.maxUnits {scaling.max_units} leaves components congested",
-        )
-    return dataclasses.replace(seen, budget=decision.budget)
+        _max_units_reached(st, scaling.max_units)
+    elif st.status.holds(SCALING_LIMITED, Reason.MAX_UNITS_REACHED):  # the load fell back into range
+        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, f"Within scaling.maxUnits {scaling.max_units}")
+    return dataclasses.replace(seen, budget=decision.budget, at_max_units=not sizing.sufficient)
+
+
+def _max_units_reached(st: _Book, max_units: int) -> None:
+    message = f"Even scaling.maxUnits {max_units} leaves components congested"
+    st.set(SCALING_LIMITED, True, Reason.MAX_UNITS_REACHED, message)
 
 
 def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredProfile | None) -> Outcome:
@@ -396,6 +465,8 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
             Reason.UNITS_UNALLOCATED,
             f"{plan.unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)",
         )
+    elif seen.at_max_units:  # every unit used, and still not enough: say that, not "within limits"
+        _max_units_reached(st, policy.spec.scaling.max_units)
     else:
         st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, "Every unit of the budget is used")
     if policy.mode is Mode.RECOMMEND:
@@ -424,9 +495,11 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
     workers, storm = seen.workers, seen.storm
     replicas = replicas_for(target, spec.workers.slots_per_pod)
     st.healthy()
+    now_replicas = workers.replicas
     try:
         if workers.replicas != replicas:
             ports.deployments.scale(resource.namespace, spec.workers.deployment, replicas)
+            now_replicas = replicas
         if storm.status == "REBALANCING":
             return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
         if dict(storm.executors) != target:
@@ -443,11 +516,34 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
                 st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested"
             )
     except RefusedError as err:
-        st.status.pending = None
-        return st.degraded(Reason.APPLY_REFUSED, str(err))
+        return _refused(seen, str(err), now_replicas)
     except UnavailableError as err:
         return st.degraded(Reason.APPLY_UNAVAILABLE, str(err))
     return _verified(st, seen.budget, target)
+
+
+def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
+    """Storm or Kubernetes refused the apply: forget the plan and scale the Deployment back.
+
+    Back to the pods the units Storm runs need, rather than keeping the new ones for a retry: a
+    refusal is not mended by retrying (:func:`refused_before` holds it until the spec changes), and
+    idle worker pods would hold quota and offer Storm free slots that other topologies' workers could
+    take, only to lose them at the next scale-in. A failed scale back is retried on the next pass.
+    """
+    resource, spec, st, storm = seen.resource, seen.policy.spec, seen.st, seen.storm
+    st.status.pending = None
+    running = replicas_for(storm.executors, spec.workers.slots_per_pod)
+    if replicas == running:
+        return st.degraded(Reason.APPLY_REFUSED, message)
+    try:
+        seen.ports.deployments.scale(resource.namespace, spec.workers.deployment, running)
+    except (RefusedError, UnavailableError) as err:
+        outcome = st.degraded(Reason.APPLY_REFUSED, message)
+        LOG.warning(
+            "[%s/%s] scaling back to %d replicas failed: %s", resource.namespace, resource.name, running, err
+        )
+        return Outcome(outcome.status, RETRY_AFTER[Reason.APPLY_UNAVAILABLE])
+    return st.degraded(Reason.APPLY_REFUSED, message)
 
 
 def _progressing(st: _Book, reason: Reason, message: str) -> Outcome:

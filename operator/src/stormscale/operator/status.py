@@ -30,6 +30,7 @@ class Reason(StrEnum):
     # Degraded: no action, and why
     WORKERS_NOT_FOUND = "WorkersNotFound"
     KUBERNETES_UNAVAILABLE = "KubernetesUnavailable"
+    KUBERNETES_REFUSED = "KubernetesRefused"
     HPA_CONFLICT = "HPAConflict"
     NO_CPU_LIMIT = "NoCPULimit"
     TOPOLOGY_NOT_FOUND = "TopologyNotFound"
@@ -59,6 +60,7 @@ class Reason(StrEnum):
     WITHIN_LIMITS = "WithinLimits"
     # Events only
     SCALING_APPLIED = "ScalingApplied"
+    BASELINE_REFRESHED = "BaselineRefreshed"
 
 
 #: Seconds until a degraded resource is looked at again; ``None``: only a change of the spec (or of
@@ -79,6 +81,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.INVALID_PROFILE: RETRY_WAITING_S,
     Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
+    Reason.KUBERNETES_REFUSED: 5 * RETRY_WAITING_S,
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
     Reason.INVALID_STATUS: 5 * RETRY_WAITING_S,
     Reason.INTERNAL_ERROR: 5 * RETRY_WAITING_S,
@@ -191,11 +194,21 @@ class StormTopologyStatus(_Status):
         return found is not None and found.status == "True" and reason in (None, found.reason)
 
     def set_condition(
-        self, kind: str, *, status: bool, reason: Reason, message: str, now: datetime, generation: int
+        self,
+        kind: str,
+        *,
+        status: bool,
+        reason: Reason,
+        message: str,
+        now: datetime,
+        generation: int,
+        previous: Condition | None = None,
     ) -> None:
-        """Set condition ``kind``; its ``lastTransitionTime`` moves only when its status flips."""
+        """Set condition ``kind``; its ``lastTransitionTime`` moves only when its status flips from
+        ``previous`` (by default the condition as it stands; reconcile passes the one the pass started
+        from, so a pass that says Healthy before acting and then fails as before is no transition)."""
         value: Literal["True", "False"] = "True" if status else "False"
-        previous = self.condition(kind)
+        previous = previous or self.condition(kind)
         since = previous.last_transition_time if previous and previous.status == value else timestamp(now)
         fresh = Condition(
             type=kind,

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make mutation: copy the tree to .run/mutation, mutate the copy (its sources first on PYTHONPATH, so
+# they shadow the editable installs), run the unit tests per mutant, print the score.
+# MUTATE: another config (e.g. a single module, to try it quickly).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+config=${MUTATE:-tests/mutation/cosmic-ray.toml}
+work="$repo/.run/mutation"
+rm -rf "$work/tree" && mkdir -p "$work/tree"
+cd "$repo"
+git ls-files -z planner/src operator/src spark/src tests examples crds charts pyproject.toml \
+  | xargs -0 cp --parents -t "$work/tree"
+cp "$config" "$work/config.toml"
+config="$work/config.toml"
+cd "$work/tree"
+export PATH="$repo/.venv/bin:$PATH"
+export PYTHONPATH="$work/tree/planner/src:$work/tree/operator/src:$work/tree/spark/src"
+python -c "import stormscale.planner as p, sys; sys.exit(0 if p.__file__.startswith('$work/tree') else 'the copy does not shadow the install: ' + p.__file__)"
+rm -f "$work/session.sqlite"
+cosmic-ray init "$config" "$work/session.sqlite"
+cosmic-ray baseline "$config"
+cosmic-ray exec "$config" "$work/session.sqlite"
+cr-report "$work/session.sqlite" > "$work/report.txt"
+tail -n 3 "$work/report.txt"
+python - "$work/report.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+total = int(re.search(r"complete: (\d+)", text).group(1))
+survived = int(re.search(r"surviving mutants: (\d+)", text).group(1))
+print(f"mutation score: {total - survived}/{total} killed ({100 * (total - survived) / max(total, 1):.1f} %)")
+PY

@@ -1,0 +1,68 @@
+"""Rules a mutant once broke without a failing test: which unit predictive scale-in removes, and to
+which strategy ``combined`` gives a tie."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from stormscale.planner import FlowModel, Strategy, Topology, make_plan
+from stormscale.planner.flow import throughput
+from stormscale.planner.model import add_allocation
+
+from .conftest import thesis
+
+
+def grown(topology: Topology, units: dict[str, int]) -> Topology:
+    """``topology`` running ``units`` (the others as profiled)."""
+    comps = tuple(dataclasses.replace(c, units=units.get(c.id, c.units)) for c in topology.components)
+    return dataclasses.replace(topology, components=comps)
+
+
+def test_predictive_scale_in_removes_the_unit_whose_loss_costs_least() -> None:
+    """Linear 1 → 2 → 3 → 4 at 1, 2, 3, 1 units (spout 500/s, capacities 400, 250, 900): a unit of 3
+    is spare (750 ≥ 500), a unit of 2 is not (400 < 500)."""
+    linear = grown(thesis("linear"), {"2": 2, "3": 3})
+    plan = make_plan(linear, -1, Strategy.PREDICTIVE, FlowModel.DROP)
+    assert plan.allocation == {"3": -1}
+    assert (plan.before, plan.after) == (500.0, 500.0)
+    worst = throughput(linear, add_allocation(linear, linear.units, {linear.index["2"]: -1}), FlowModel.DROP)
+    assert worst == 400.0  # what removing the other unit would have cost
+
+
+def test_each_predictive_scale_in_step_keeps_the_highest_throughput() -> None:
+    t17 = grown(thesis("topology-17"), {})
+    start = make_plan(t17, 4, Strategy.PREDICTIVE, FlowModel.DROP)
+    big = grown(t17, {c: t17.components[t17.index[c]].units + a for c, a in start.allocation.items()})
+    units = big.units
+    for _ in range(3):
+        options = [v for v in range(len(units)) if big.removable(units, v) > 0]
+        thetas = {v: throughput(big, add_allocation(big, units, {v: -1}), FlowModel.DROP) for v in options}
+        step = make_plan(
+            grown(big, dict(zip((c.id for c in big.components), units, strict=True))),
+            -1,
+            Strategy.PREDICTIVE,
+            FlowModel.DROP,
+        )
+        assert step.after == max(thetas.values())
+        (removed,) = step.allocation
+        units = add_allocation(big, units, {big.index[removed]: -1})
+
+
+def test_combined_gives_a_tie_to_predictive() -> None:
+    """Diamond, budget 2 (drop): Stela's {1: +1, 2: +1} and predictive's {2: +2} predict the same Θ."""
+    diamond = thesis("diamond")
+    stela = make_plan(diamond, 2, Strategy.STELA, FlowModel.DROP)
+    ours = make_plan(diamond, 2, Strategy.PREDICTIVE, FlowModel.DROP)
+    assert stela.after == ours.after
+    assert stela.allocation != ours.allocation
+    combined = make_plan(diamond, 2, Strategy.COMBINED, FlowModel.DROP)
+    assert combined.chosen is Strategy.PREDICTIVE
+    assert combined.allocation == ours.allocation
+
+
+def test_combined_takes_stela_only_when_strictly_better() -> None:
+    tree = thesis("simple-tree")
+    stela = make_plan(tree, 2, Strategy.STELA, FlowModel.DROP)
+    assert stela.after > make_plan(tree, 2, Strategy.PREDICTIVE, FlowModel.DROP).after
+    combined = make_plan(tree, 2, Strategy.COMBINED, FlowModel.DROP)
+    assert (combined.chosen, combined.allocation) == (Strategy.STELA, stela.allocation)
