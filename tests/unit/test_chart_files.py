@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from stormscale.operator import handlers
+from tests.harness.kubernetes.helm import ensure_helm
 
 REPO = Path(__file__).parents[2]
 CHART = REPO / "charts" / "stormscale"
@@ -37,15 +37,10 @@ def test_every_value_is_documented_and_in_the_schema() -> None:
     assert set(values) <= documented  # each top-level key has a "# key -- meaning" comment
 
 
-HELM = REPO / ".cache" / "bin" / "helm"
-
-
 def render(*values: str) -> list[dict[str, Any]]:
     """The chart's manifests as ``helm template`` renders them with these ``--set`` values."""
-    if not HELM.exists():
-        pytest.skip("helm is not in .cache/bin (make test fetches it)")
     command = [
-        str(HELM),
+        str(ensure_helm()),  # built from Go modules on first use
         "template",
         "stormscale",
         str(CHART),
