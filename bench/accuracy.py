@@ -4,7 +4,7 @@ Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm
 [--budgets 0 1 2 3]``). For each scenario in turn it starts the whole test bed (a
 :class:`~tests.harness.bed.stack.Stack`), deploys the scenario, runs the operator and raises the
 budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`): about 17 minutes per
-scenario for budgets 0 → 3 (measured on jvm-linear), an hour for the three. Meanwhile it holds
+scenario for budgets 0 → 3 (measured on jvm-linear), 70–80 minutes for the four. Meanwhile it holds
 :data:`LOCK` (two real-stack runs on one machine distort each other). It writes each report to
 ``bench/out/accuracy-<scenario>.json``, prints the tables and writes ``bench/out/accuracy.png``. A
 scenario that fails stops the run; the reports saved before it re-render with ``--from-json``.
