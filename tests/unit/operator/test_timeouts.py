@@ -4,6 +4,8 @@ its deadline with the adapters' typed one-line error."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import socket
 import struct
 import threading
@@ -141,3 +143,38 @@ def test_every_kubernetes_call_of_the_adapters_passes_the_timeout() -> None:
     assert len(calls) >= 7
     for call in calls:
         assert any(k.arg == "_request_timeout" for k in call.keywords), ast.unparse(call.func)
+
+
+def test_scale_applies_replicas_on_the_scale_subresource_only() -> None:
+    """RBAC grants ``deployments/scale`` only: the adapter must call that path, with server-side apply."""
+    seen: list[tuple[str, str, str, bytes]] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_PATCH(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.command, self.path, self.headers["Content-Type"], body))
+            answer = b'{"kind": "Scale", "apiVersion": "autoscaling/v1", "spec": {"replicas": 3}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = client.Configuration()
+        config.host = f"http://127.0.0.1:{httpd.server_port}"
+        kube.KubeDeployments(client.ApiClient(config)).scale("ns", "workers", 3)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    ((method, path, content_type, body),) = seen
+    assert (method, path.split("?")[0]) == ("PATCH", "/apis/apps/v1/namespaces/ns/deployments/workers/scale")
+    assert "fieldManager=stormscale" in path
+    assert content_type == "application/apply-patch+yaml"
+    assert json.loads(body)["spec"] == {"replicas": 3}

@@ -140,15 +140,17 @@ class KubeDeployments:
         return workers_from(deployment, hpas)
 
     def scale(self, namespace: str, name: str, replicas: int) -> None:
-        """Server-side apply of ``spec.replicas`` only, owned by the ``stormscale`` field manager."""
+        """Server-side apply of ``spec.replicas`` on the ``scale`` subresource, owned by the ``stormscale``
+        field manager: RBAC then grants ``deployments/scale`` only, so neither the operator nor a
+        StormTopology author steering it can change any other field of a Deployment."""
         body = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": replicas},
         }
         try:
-            self._apps.patch_namespaced_deployment(  # type: ignore[call-arg]  # stubs lack _content_type
+            self._apps.patch_namespaced_deployment_scale(  # type: ignore[call-arg]  # stubs lack _content_type
                 name,
                 namespace,
                 body,
