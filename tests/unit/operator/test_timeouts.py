@@ -178,3 +178,14 @@ def test_scale_applies_replicas_on_the_scale_subresource_only() -> None:
     assert "fieldManager=stormscale" in path
     assert content_type == "application/apply-patch+yaml"
     assert json.loads(body)["spec"] == {"replicas": 3}
+
+
+def test_kopfs_own_calls_get_the_same_bound() -> None:
+    import kopf
+
+    from stormscale.operator.handlers import configure
+
+    settings = kopf.OperatorSettings()
+    configure(settings)
+    assert settings.networking.connect_timeout == kube.REQUEST_TIMEOUT_S[0]
+    assert settings.networking.request_timeout == sum(kube.REQUEST_TIMEOUT_S)
