@@ -186,6 +186,6 @@ def test_kopfs_own_calls_get_the_same_bound() -> None:
     from stormscale.operator.handlers import configure
 
     settings = kopf.OperatorSettings()
-    configure(settings)
+    configure(settings=settings)  # type: ignore[call-arg]  # kopf types the decorated function as its callback protocol
     assert settings.networking.connect_timeout == kube.REQUEST_TIMEOUT_S[0]
     assert settings.networking.request_timeout == sum(kube.REQUEST_TIMEOUT_S)
