@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit bench bench-sizing accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -38,6 +38,10 @@ test: lint prometheus
 ## unit: only the fast tests (no Spark JVM, no test bed)
 unit: venv
 	$(BIN)/python -m pytest tests/unit -m "not spark"
+
+## fuzz: the hostile-input fuzz tests with 20,000 random examples each (the unit run has 1,000, fixed)
+fuzz: venv
+	STORMSCALE_FUZZ_EXAMPLES=$${STORMSCALE_FUZZ_EXAMPLES:-20000} $(BIN)/python -m pytest tests/unit/test_fuzz_inputs.py -q
 
 ## bench: the benchmarks (tables on stdout, plots under bench/out/)
 bench: venv

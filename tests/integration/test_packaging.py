@@ -80,7 +80,8 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
     assert rules == {
         (("stormscale.io",), ("stormtopologies",)): {"get", "list", "watch", "patch"},
         (("stormscale.io",), ("stormtopologies/status",)): {"get", "patch"},
-        (("apps",), ("deployments",)): {"get", "patch"},
+        (("apps",), ("deployments",)): {"get"},
+        (("apps",), ("deployments/scale",)): {"patch"},  # replicas only, never another field
         (("autoscaling",), ("horizontalpodautoscalers",)): {"list"},
         (("",), ("pods",)): {"list"},  # the profiler joins executors to worker pods (their CPU)
         (("", "events.k8s.io"), ("events",)): {"create"},
@@ -145,13 +146,14 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
     who = json.loads(control_plane.kubectl("--kubeconfig", str(installed), "auth", "whoami", "-o", "json"))
     assert who["status"]["userInfo"]["username"] == f"system:serviceaccount:{RELEASE_NS}:{ROLE}"
     control_plane.kubectl("get", "crd", "stormtopologies.stormscale.io")
-    assert can_i(control_plane, installed, "patch", "deployments", "-n", "default") == "yes"
+    assert can_i(control_plane, installed, "patch", "deployments/scale", "-n", "default") == "yes"
     assert (
         can_i(control_plane, installed, "patch", "stormtopologies.stormscale.io/status", "-n", "default")
         == "yes"
     )
     for verb, what in [
         ("delete", "deployments"),
+        ("patch", "deployments"),
         ("update", "deployments"),
         ("create", "pods"),
         ("get", "secrets"),

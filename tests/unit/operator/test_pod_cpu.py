@@ -217,7 +217,8 @@ def test_worker_pods_carry_ip_and_the_template_containers_limit() -> None:
 class FakeApps:
     fail: Exception | None = None
 
-    def read_namespaced_deployment(self, name: str, namespace: str) -> dict[str, Any]:
+    def read_namespaced_deployment(self, name: str, namespace: str, _request_timeout: Any) -> dict[str, Any]:
+        assert _request_timeout  # every call is bounded (issue 17)
         if self.fail:
             raise self.fail
         return DEPLOYMENT
@@ -228,7 +229,10 @@ class FakeCore:
     calls: list[tuple[str, str]] = field(default_factory=list)
     fail: Exception | None = None
 
-    def list_namespaced_pod(self, namespace: str, label_selector: str) -> dict[str, Any]:
+    def list_namespaced_pod(
+        self, namespace: str, label_selector: str, _request_timeout: Any
+    ) -> dict[str, Any]:
+        assert _request_timeout  # every call is bounded (issue 17)
         self.calls.append((namespace, label_selector))
         if self.fail:
             raise self.fail

@@ -20,7 +20,15 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
-from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION, KubeDeployments, KubePods, KubeStatus
+from stormscale.operator.adapters.kube import (
+    GROUP,
+    PLURAL,
+    REQUEST_TIMEOUT_S,
+    VERSION,
+    KubeDeployments,
+    KubePods,
+    KubeStatus,
+)
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
@@ -145,6 +153,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Watches stall silently on some networks without a server-side timeout (kopf#585).
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    # Kopf's own short calls (events, its annotations) get our adapters' bound, not aiohttp's 5 min.
+    settings.networking.connect_timeout = REQUEST_TIMEOUT_S[0]
+    settings.networking.request_timeout = sum(REQUEST_TIMEOUT_S)
 
 
 _LOCKS: dict[str, threading.Lock] = {}

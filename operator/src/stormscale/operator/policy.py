@@ -83,6 +83,14 @@ class MetricsSpec(_Model):
         window, step = parse_duration(self.window), parse_duration(self.step)
         if window < MIN_STEPS * step:
             raise ValueError(f"metrics.window must hold at least {MIN_STEPS} steps of metrics.step")
+        settle, max_age = parse_duration(self.settle), parse_duration(self.max_age)
+        if settle >= window:
+            # after a rebalance the first `settle` of the window is dropped: with nothing left, no
+            # pass after an apply ever measures a profile
+            raise ValueError("metrics.settle must be shorter than metrics.window")
+        if max_age < step:
+            # samples arrive once a step: a maxAge below it (0s) calls fresh metrics stale
+            raise ValueError("metrics.maxAge must be at least metrics.step")
         if window // step + 1 > MAX_POINTS:
             raise ValueError(
                 f"metrics.window holds {window // step + 1} steps of metrics.step; Prometheus answers "
@@ -126,6 +134,14 @@ class StormTopologySpec(_Model):
     scaling: ScalingSpec = ScalingSpec()
     components: tuple[ComponentOverride, ...] = ()
 
+    @model_validator(mode="after")
+    def _one_override_each(self) -> StormTopologySpec:
+        names = [o.name for o in self.components]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"components: overrides {', '.join(map(repr, twice))} twice")
+        return self
+
 
 class Policy(_Model):
     """What reconcile needs, in planner terms; built by :func:`parse_spec`."""
@@ -149,8 +165,8 @@ def parse_spec(raw: dict[str, Any]) -> Policy:
         spec = StormTopologySpec.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "spec"
-        raise InvalidSpecError(f"spec.{where}: {first['msg']}") from None
+        where = "".join(f".{p}" for p in first["loc"])
+        raise InvalidSpecError(f"spec{where}: {first['msg']}") from None
     scaling = spec.scaling
     return Policy(
         spec=spec,

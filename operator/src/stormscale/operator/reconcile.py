@@ -81,6 +81,10 @@ class InvalidProfileError(ValueError):
     """The measured profile does not match the running topology (components differ)."""
 
 
+class UnknownOverrideError(InvalidProfileError):
+    """``spec.components`` overrides a component the topology does not have: the spec is wrong."""
+
+
 @dataclass
 class _Book:
     """The working copy of the status, with the condition bookkeeping and the events to post."""
@@ -153,6 +157,12 @@ def planning_model(
         missing = sorted(set(start) - ids) or sorted(ids - set(start))
         raise InvalidProfileError(f"profile and topology disagree on components: {', '.join(missing)}")
     overrides = {o.name: o for o in policy.spec.components}
+    unknown = sorted(set(overrides) - ids)
+    if unknown:  # a typo'd override silently ignored would leave a bound the user believes in unset
+        known = ", ".join(sorted(ids))
+        raise UnknownOverrideError(
+            f"spec.components: unknown component {', '.join(unknown)} (the topology has {known})"
+        )
     comps = []
     for c in measured.components:
         o = overrides.get(c.id)
@@ -446,6 +456,8 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
     start, delta = planning_start(baseline, st.status, seen.budget)
     try:
         model = planning_model(measured.topology, start, storm.tasks, policy)
+    except UnknownOverrideError as err:
+        return st.degraded(Reason.INVALID_SPEC, str(err))
     except InvalidProfileError as err:
         return st.degraded(Reason.INVALID_PROFILE, str(err))
     try:

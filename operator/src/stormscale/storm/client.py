@@ -7,16 +7,18 @@ a leader change needs no reconnect logic. Pure Python (thriftpy2): no Java at ru
 
 from __future__ import annotations
 
+import io
 import socket
 import struct
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from thriftpy2.protocol import cybin
-from thriftpy2.rpc import make_client
-from thriftpy2.thrift import TApplicationException, TException
-from thriftpy2.transport import TFramedTransportFactory, TTransportException
+from thriftpy2.protocol import binary, cybin
+from thriftpy2.thrift import TApplicationException, TClient, TException
+from thriftpy2.transport import TTransportException, buffered, framed
+from thriftpy2.transport import socket as tsocket
 
 from stormscale.storm import decode
 from stormscale.storm.errors import (
@@ -39,7 +41,12 @@ from stormscale.storm.model import (
 )
 from stormscale.storm.stats import check_rebalance, tasks_per_component
 
+#: The deadline of one whole call (connect, send, every read of the answer), not of each socket read.
 DEFAULT_TIMEOUT_S = 10.0
+#: The largest answer frame read: Storm's own default (``nimbus.thrift.max_buffer_size``) is 1 MiB; a
+#: big cluster's topology info stays well below this. A bigger header is refused before anything is
+#: allocated for it (a hostile 2 GiB header once raised ``MemoryError``; 400 MB took 1.25 GB).
+MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: What a garbled or hostile answer raises while it is decoded (thriftpy2's C decoder raises its own
 #: ``ProtocolError``, or ``SystemError`` for a negative length; a huge frame header, ``MemoryError``):
 #: a bad response, not a crash.
@@ -51,6 +58,66 @@ MALFORMED: tuple[type[BaseException], ...] = (
     struct.error,
 )
 NOT_LEADER = "not a leader"
+# thriftpy2's pure-Python transports and protocol, untyped: as ``Any`` for mypy.
+_TSocket: Any = tsocket.TSocket
+_TFramedTransport: Any = framed.TFramedTransport
+_TBufferedTransport: Any = buffered.TBufferedTransport
+_TBinaryProtocol: Any = binary.TBinaryProtocol
+
+
+class FrameTooLargeError(ValueError):
+    """An answer frame over :data:`MAX_FRAME_BYTES` (or a negative length): refused unread."""
+
+
+class DeadlineSocket(_TSocket):  # type: ignore[misc]  # an untyped base
+    """A socket whose connect and every read and write get only the time left until one deadline.
+
+    A per-read timeout lets a server that trickles a byte every few seconds hold a call for ever;
+    this way the whole call ends by ``deadline`` (a ``socket.timeout``, i.e. "timed out").
+    """
+
+    def __init__(self, host: str, port: int, deadline: float) -> None:
+        super().__init__(host, port)
+        self.deadline = deadline
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("call deadline passed")
+        return left
+
+    def open(self) -> None:
+        self.connect_timeout = self.socket_timeout = self._left()
+        super().open()
+
+    def read(self, sz: int) -> bytes:
+        self.sock.settimeout(self._left())
+        data: bytes = super().read(sz)
+        return data
+
+    def write(self, buf: bytes) -> None:
+        self.sock.settimeout(self._left())
+        super().write(buf)
+
+
+class BoundedFramedTransport(_TFramedTransport):  # type: ignore[misc]  # an untyped base
+    """Thrift's framed transport, refusing frames over :data:`MAX_FRAME_BYTES` before reading them."""
+
+    def read_frame(self) -> None:
+        (size,) = struct.unpack("!i", self._read_exactly(4))
+        if not 0 <= size <= MAX_FRAME_BYTES:
+            raise FrameTooLargeError(
+                f"answer frame of {size:,} bytes is over the {MAX_FRAME_BYTES:,}-byte limit"
+            )
+        self._rbuf = io.BytesIO(self._read_exactly(size))
+
+    def _read_exactly(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left > 0:
+            chunk = self._trans.read(min(left, 65536))
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 def translate(err: BaseException, where: str) -> NimbusError:
@@ -82,14 +149,12 @@ class NimbusClient:
 
     @contextmanager
     def _connection(self, endpoint: Endpoint) -> Iterator[Any]:
-        timeout_ms = max(1, int(self.timeout_s * 1000))
-        client = make_client(
-            NIMBUS.Nimbus,
-            endpoint.host,
-            endpoint.port,
-            trans_factory=TFramedTransportFactory(),
-            timeout=timeout_ms,
-        )
+        """A client for one call: framed binary protocol, a deadline ``timeout_s`` from now, bounded
+        frames. The pure-Python transport and protocol: the Cython ones read frames beyond our reach."""
+        sock = DeadlineSocket(endpoint.host, endpoint.port, time.monotonic() + self.timeout_s)
+        transport = _TBufferedTransport(BoundedFramedTransport(sock))
+        transport.open()
+        client = TClient(NIMBUS.Nimbus, _TBinaryProtocol(transport))
         try:
             yield client
         finally:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from stormscale.planner.flow import FlowModel
@@ -23,7 +23,14 @@ from stormscale.planner.placement.pdeployer import InfeasibleTaskError
 from stormscale.planner.placement.shukla import MappingError
 from stormscale.planner.placement.strategies import PlacementStrategy, place, place_all
 from stormscale.planner.planning import Strategy, compare_strategies, make_plan
-from stormscale.planner.profile import ProfileError, load_profile, parse_profile, profile_document
+from stormscale.planner.profile import (
+    MAX_RATE,
+    ProfileError,
+    load_profile,
+    parse_profile,
+    profile_document,
+    read_json,
+)
 from stormscale.planner.render import plan_report
 from stormscale.planner.render_sizing import place_report, size_report
 from stormscale.planner.sizing.exact import TargetRateError, offered_rate
@@ -40,6 +47,8 @@ from stormscale.planner.sizing.strategies import (
 )
 
 EXIT_INVALID = 2
+#: The largest |budget| (the CRD's bound on spec.scaling.budget): docs/planner.md, "Limits".
+MAX_BUDGET = 1000
 
 
 class UsageError(Exception):
@@ -62,10 +71,25 @@ def _positive_seconds(text: str) -> float:
 
 
 def _rate(text: str) -> float:
+    """A target rate, at most the profile's own bound on rates (no float overflows)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a rate in tuples/s: {text!r}") from None
+    if math.isfinite(value) and abs(value) > MAX_RATE:  # NaN and ∞ get the sizing's own error
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RATE:g} tuples/s, got {text}")
+    return value
+
+
+def _budget(text: str) -> int:
+    """A budget in [-MAX_BUDGET, MAX_BUDGET] (the CRD's bound): every strategy's time grows with it."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text[:40]!r}") from None
+    if abs(value) > MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"must be within ±{MAX_BUDGET:,}, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,7 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("profile", help="topology profile (JSON, docs/formats/profile.md)")
     plan.add_argument(
-        "--budget", type=int, required=True, help="units beyond the current ones (negative: scale-in)"
+        "--budget",
+        type=_budget,
+        required=True,
+        help=f"units beyond the current ones (negative: scale-in), at most ±{MAX_BUDGET:,}",
     )
     plan.add_argument(
         "--strategy",
@@ -165,17 +192,6 @@ def run_size(args: argparse.Namespace) -> str:
     return size_report(topology, sizings, strategy, demands)
 
 
-def _read_json(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ProfileError(f"{path}: cannot read ({err.strerror or err})") from None
-    except json.JSONDecodeError as err:
-        raise ProfileError(
-            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
-        ) from None
-
-
 def placement_input(document: Any, target_rate: float | None) -> tuple[Topology, float, Allocator]:
     """A sizing plan (``formatVersion`` 2) or a profile: the topology, Ω and the allocator to map."""
     if not (isinstance(document, dict) and "formatVersion" in document):
@@ -196,7 +212,7 @@ def placement_input(document: Any, target_rate: float | None) -> tuple[Topology,
 
 
 def run_place(args: argparse.Namespace) -> str:
-    topology, target_rate, allocator = placement_input(_read_json(args.source), args.target_rate)
+    topology, target_rate, allocator = placement_input(read_json(args.source), args.target_rate)
     strategy = PlacementStrategy(args.strategy)
     result = place(topology, target_rate, strategy, args.slots_per_pod, allocator)
     if args.output == "json":

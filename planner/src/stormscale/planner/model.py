@@ -6,6 +6,7 @@ tuple indexed like ``Topology.components``, so that a plan is a cheap vector, no
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,16 +105,15 @@ class Topology:
     def order(self) -> tuple[int, ...]:
         """A topological order (Kahn's algorithm, ties by position in the profile)."""
         indegree = [len(p) for p in self.parents]
-        ready = [i for i, d in enumerate(indegree) if d == 0]
+        ready = [i for i, d in enumerate(indegree) if d == 0]  # ascending: already a heap
         out: list[int] = []
         while ready:
-            ready.sort(reverse=True)
-            v = ready.pop()
+            v = heapq.heappop(ready)  # a heap, not a sort per pop: O(n log n) for 10^5 children
             out.append(v)
             for c, _ in self.children[v]:
                 indegree[c] -= 1
                 if indegree[c] == 0:
-                    ready.append(c)
+                    heapq.heappush(ready, c)
         return tuple(out)
 
     @cached_property

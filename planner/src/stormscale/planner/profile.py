@@ -15,25 +15,44 @@ from typing import Any
 from stormscale.planner.model import Component, Kind, Topology
 
 FRACTION_SUM_TOLERANCE = 1e-6
+#: Size limits (docs/planner.md, "Limits"): far beyond any real topology, low enough that every strategy
+#: answers in seconds and no sum of rates or units overflows a float.
+MAX_COMPONENTS = 10_000
+MAX_UNITS = 1_000_000
+MAX_RATE = 1e12
 
 
 class ProfileError(ValueError):
     """A profile that breaks a rule of the format; the message starts with the field's path."""
 
 
-def load_profile(path: str | Path) -> Topology:
-    """Read and validate a profile file."""
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """Read and decode a JSON file; every way it can fail is a one-line :class:`ProfileError`.
+
+    ``json`` raises ``RecursionError`` on deep nesting (``[`` × 100,000) and a plain ``ValueError`` on
+    integers beyond Python's 4,300-digit conversion limit: both are bad input, not crashes.
+    """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as err:
-        raise ProfileError(f"{path}: cannot read profile ({err.strerror or err})") from None
+        raise ProfileError(f"{path}: cannot read {what} ({err.strerror or err})") from None
+    except UnicodeDecodeError as err:
+        raise ProfileError(f"{path}: not UTF-8 (byte {err.start})") from None
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise ProfileError(
             f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
         ) from None
-    return parse_profile(document)
+    except RecursionError:
+        raise ProfileError(f"{path}: not valid JSON (nested too deeply)") from None
+    except ValueError:
+        raise ProfileError(f"{path}: not valid JSON (integer too long)") from None
+
+
+def load_profile(path: str | Path) -> Topology:
+    """Read and validate a profile file."""
+    return parse_profile(read_json(path, "profile"))
 
 
 def parse_profile(document: Any) -> Topology:
@@ -46,6 +65,8 @@ def parse_profile(document: Any) -> Topology:
     raw = document.get("components")
     if not isinstance(raw, list) or not raw:
         raise ProfileError("components: must be a non-empty list")
+    if len(raw) > MAX_COMPONENTS:
+        raise ProfileError(f"components: at most {MAX_COMPONENTS:,}, got {len(raw):,}")
     components = tuple(_parse_component(f"components[{i}]", item) for i, item in enumerate(raw))
     _check_unique_ids(components)
     _check_children(components)
@@ -103,21 +124,23 @@ def _is_number(value: Any) -> bool:
 def _rate(
     item: Mapping[str, Any], key: str, path: str, *, required: bool = False, default: float = 0.0
 ) -> float:
-    """A rate: a finite number ≥ 0."""
+    """A rate: a finite number in [0, :data:`MAX_RATE`]."""
     if key not in item:
         if required:
             raise ProfileError(f"{path}.{key}: missing (required for a {item.get('kind')})")
         return default
     value = item[key]
     if not _is_number(value) or not math.isfinite(value):
-        raise ProfileError(f"{path}.{key}: must be a finite number, got {value!r}")
+        raise ProfileError(f"{path}.{key}: must be a finite number, got {_short(value)}")
     if value < 0:
         raise ProfileError(f"{path}.{key}: must be ≥ 0, got {value:g}")
+    if value > MAX_RATE:
+        raise ProfileError(f"{path}.{key}: must be at most {MAX_RATE:g}, got {value:g}")
     return float(value)
 
 
 def _count(item: Mapping[str, Any], key: str, path: str, *, required: bool) -> int | None:
-    """A unit count: an integer ≥ 0."""
+    """A unit count: an integer in [0, :data:`MAX_UNITS`]."""
     if key not in item:
         if required:
             raise ProfileError(f"{path}.{key}: missing")
@@ -126,8 +149,18 @@ def _count(item: Mapping[str, Any], key: str, path: str, *, required: bool) -> i
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ProfileError(f"{path}.{key}: must be an integer ≥ 0, got {value!r}")
+        raise ProfileError(f"{path}.{key}: must be an integer ≥ 0, got {_short(value)}")
+    if value > MAX_UNITS:
+        raise ProfileError(f"{path}.{key}: must be at most {MAX_UNITS:,}, got {_short(value)}")
     return value
+
+
+def _short(value: Any) -> str:
+    """``repr`` cut to 40 characters: an error names a value, it does not echo a megabyte of it."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _max_units(item: Mapping[str, Any], path: str, kind: Kind, units: int) -> int | None:
@@ -153,7 +186,7 @@ def _children(item: Mapping[str, Any], path: str) -> tuple[tuple[str, float], ..
     for child, fraction in raw.items():
         if not _is_number(fraction) or not math.isfinite(fraction) or not 0 <= fraction <= 1:
             raise ProfileError(
-                f"{path}.children.{child}: fraction must be a number in [0, 1], got {fraction!r}"
+                f"{path}.children.{child}: fraction must be a number in [0, 1], got {_short(fraction)}"
             )
         out.append((str(child), float(fraction)))
     total = sum(f for _, f in out)

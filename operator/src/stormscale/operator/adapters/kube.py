@@ -16,6 +16,10 @@ from stormscale.storm.samples import Pod
 
 FIELD_MANAGER = "stormscale"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
+#: (connect, read) seconds for every call to the API server. Without it a silent API server blocks a
+#: call for ever, under the resource's lock in Kopf's shared thread pool: a few such calls stall every
+#: StormTopology while liveness stays green. A timeout is an ``UnavailableError``: retried next pass.
+REQUEST_TIMEOUT_S = (5.0, 15.0)
 
 
 def _raise(err: ApiException | urllib3.exceptions.HTTPError, what: str) -> NoReturn:
@@ -98,11 +102,15 @@ class KubePods:
     def worker_pods(self, namespace: str, deployment: str) -> list[Pod]:
         try:
             found = self._api.sanitize_for_serialization(
-                self._apps.read_namespaced_deployment(deployment, namespace)
+                self._apps.read_namespaced_deployment(
+                    deployment, namespace, _request_timeout=REQUEST_TIMEOUT_S
+                )
             )
             selector = label_selector(found["spec"].get("selector") or {})
             pods = self._api.sanitize_for_serialization(
-                self._core.list_namespaced_pod(namespace, label_selector=selector)
+                self._core.list_namespaced_pod(
+                    namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT_S
+                )
             )["items"]
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"pods of Deployment {namespace}/{deployment}")
@@ -120,31 +128,36 @@ class KubeDeployments:
     def read(self, namespace: str, name: str) -> Workers:
         try:
             deployment = self._api.sanitize_for_serialization(
-                self._apps.read_namespaced_deployment(name, namespace)
+                self._apps.read_namespaced_deployment(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
             )
             hpas = self._api.sanitize_for_serialization(
-                self._hpa.list_namespaced_horizontal_pod_autoscaler(namespace)
+                self._hpa.list_namespaced_horizontal_pod_autoscaler(
+                    namespace, _request_timeout=REQUEST_TIMEOUT_S
+                )
             )["items"]
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"Deployment {namespace}/{name}")
         return workers_from(deployment, hpas)
 
     def scale(self, namespace: str, name: str, replicas: int) -> None:
-        """Server-side apply of ``spec.replicas`` only, owned by the ``stormscale`` field manager."""
+        """Server-side apply of ``spec.replicas`` on the ``scale`` subresource, owned by the ``stormscale``
+        field manager: RBAC then grants ``deployments/scale`` only, so neither the operator nor a
+        StormTopology author steering it can change any other field of a Deployment."""
         body = {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": replicas},
         }
         try:
-            self._apps.patch_namespaced_deployment(  # type: ignore[call-arg]  # stubs lack _content_type
+            self._apps.patch_namespaced_deployment_scale(  # type: ignore[call-arg]  # stubs lack _content_type
                 name,
                 namespace,
                 body,
                 field_manager=FIELD_MANAGER,
                 force=True,
                 _content_type="application/apply-patch+yaml",
+                _request_timeout=REQUEST_TIMEOUT_S,
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"scale Deployment {namespace}/{name} to {replicas}")
@@ -171,7 +184,7 @@ class KubeStatus:
         """The resource as the API server has it now (the watch's copy may lag our own writes)."""
         try:
             found: dict[str, Any] = self._custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
+                GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"StormTopology {namespace}/{name}")
@@ -192,6 +205,7 @@ class KubeStatus:
                 name,
                 {"status": patch},
                 _content_type="application/merge-patch+json",
+                _request_timeout=REQUEST_TIMEOUT_S,
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"status of StormTopology {namespace}/{name}")

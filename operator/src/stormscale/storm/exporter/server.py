@@ -1,4 +1,4 @@
-"""The exporter's HTTP server: /metrics (Prometheus text) and /healthz, threaded, quiet."""
+"""The exporter's HTTP server: /metrics (Prometheus text) and /healthz, 404 elsewhere; threaded, quiet."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def app(scraper: Scraper) -> WsgiApp:
-    """Route /healthz to the scraper's health line and everything else to the metrics."""
+    """Route /metrics to the metrics, /healthz to the scraper's health line, anything else to a 404.
+
+    Only one path serves metrics: every other path (a crawler's, a probe's) costs no Nimbus call and
+    reveals nothing.
+    """
     registry = CollectorRegistry(auto_describe=False)
     registry.register(scraper)
     metrics = make_wsgi_app(registry)
@@ -34,6 +38,9 @@ def app(scraper: Scraper) -> WsgiApp:
         if environ.get("PATH_INFO") == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
             return [(scraper.health() + "\n").encode()]
+        if environ.get("PATH_INFO") != "/metrics":
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"not found: metrics are on /metrics\n"]
         body: Iterable[bytes] = metrics(environ, start_response)
         return body
 

@@ -8,6 +8,7 @@ query: retrying will not help). Callers map them to their own.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,12 +106,23 @@ def status_code(err: PrometheusApiClientException) -> int | None:
     return int(match.group(1)) if match else None
 
 
+#: Environment variable: a PEM CA bundle for https Prometheus URLs (operator-wide, never from the spec).
+CA_FILE_ENV = "STORMSCALE_PROMETHEUS_CA_FILE"
+
+
 class SampleReader:
     """Reads every schema metric of one topology from Prometheus."""
 
-    def __init__(self, url: str, timeout_s: float = 30.0, retries: int = 2) -> None:
+    def __init__(
+        self, url: str, timeout_s: float = 30.0, retries: int = 2, ca_file: str | None = None
+    ) -> None:
         """``retries``: how often an answer in :data:`RETRYABLE_STATUS` is asked again (with backoff)
-        before the reader gives up with :class:`PrometheusUnavailableError`."""
+        before the reader gives up with :class:`PrometheusUnavailableError`.
+
+        TLS certificates are verified (the URL comes from a StormTopology's spec: an unverified https
+        Prometheus could be anyone). ``ca_file``, else :data:`CA_FILE_ENV`, names a PEM bundle to trust
+        instead of the system's store.
+        """
         self.url = url
         retry = Retry(
             total=retries,
@@ -118,7 +130,10 @@ class SampleReader:
             status_forcelist=sorted(RETRYABLE_STATUS),
             raise_on_status=False,  # the last answer's status then names the problem
         )
-        self.prometheus = PrometheusConnect(url=url, disable_ssl=True, timeout=timeout_s, retry=retry)
+        self.prometheus = PrometheusConnect(url=url, disable_ssl=False, timeout=timeout_s, retry=retry)
+        ca = ca_file if ca_file is not None else os.environ.get(CA_FILE_ENV)
+        if ca:  # requests takes a bundle's path as `verify`; the client has no argument for it
+            self.prometheus._session.verify = ca
 
     def _call(self, promql: str, call: Callable[[], T]) -> T:
         """Run one query; every failure becomes one of this module's two errors, with one line."""

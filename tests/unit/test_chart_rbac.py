@@ -1,0 +1,56 @@
+"""The chart's RBAC and exporter, rendered by `helm template` (no cluster; issue 17, item 8): the
+operator may patch only ``deployments/scale``, and the exporter never binds 0.0.0.0 by default."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).parents[2]
+HELM = REPO / ".cache" / "bin" / "helm"
+
+pytestmark = pytest.mark.skipif(not HELM.exists(), reason="helm not built yet (make venv / the test bed)")
+
+
+def render(*values: str) -> list[dict[str, Any]]:
+    flags = [f for v in values for f in ("--set", v)]
+    out = subprocess.run(
+        [str(HELM), "template", "s", str(REPO / "charts" / "stormscale"), "--kube-version", "1.31.0", *flags],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def deployment_rules(docs: list[dict[str, Any]]) -> dict[str, set[str]]:
+    rules: dict[str, set[str]] = {}
+    for doc in docs:
+        if doc["kind"] in {"ClusterRole", "Role"}:
+            for rule in doc["rules"]:
+                if "apps" in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        rules.setdefault(resource, set()).update(rule["verbs"])
+    return rules
+
+
+@pytest.mark.parametrize("values", [(), ("watchNamespaces={a,b}",)])
+def test_the_operator_may_read_deployments_and_patch_only_their_scale(values: tuple[str, ...]) -> None:
+    assert deployment_rules(render(*values)) == {"deployments": {"get"}, "deployments/scale": {"patch"}}
+
+
+def exporter_args(docs: list[dict[str, Any]]) -> list[str]:
+    deployment = next(d for d in docs if d["kind"] == "Deployment" and "exporter" in d["metadata"]["name"])
+    args: list[str] = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def test_the_exporter_binds_the_pod_ip_by_default_and_a_chosen_address_on_request() -> None:
+    assert "--listen=$(POD_IP)" in exporter_args(render())
+    assert "--listen=127.0.0.1" in exporter_args(render("exporter.listen=127.0.0.1"))
+    assert not any("0.0.0.0" in a for a in exporter_args(render()))

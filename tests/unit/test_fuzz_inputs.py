@@ -1,0 +1,164 @@
+"""Bounded fuzzing of the two hostile-input parsers (issue 17, item 4): the profile loader and the
+StormTopology spec parser. Every example must give a valid result or the documented error
+(``ProfileError``, ``InvalidSpecError``) — no other exception — within a per-example deadline.
+
+1,000 examples each here (well under a minute); ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
+from stormscale.planner.model import Topology
+from stormscale.planner.profile import ProfileError, load_profile, parse_profile
+
+T = TypeVar("T")
+EXAMPLES = int(os.environ.get("STORMSCALE_FUZZ_EXAMPLES", "1000"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=timedelta(milliseconds=500),  # the per-example bound: a hang or a quadratic path fails
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=EXAMPLES <= 1000,  # the unit run is reproducible; `make fuzz` explores
+)
+
+
+def outcome(parse: Callable[[Any], T], value: Any, error: type[Exception]) -> T | str:
+    """``parse(value)``, or the message of the documented ``error`` (one line); any other exception
+    propagates and fails the example."""
+    try:
+        return parse(value)
+    except error as err:
+        message = str(err)
+    assert message, "an error must say what is wrong"
+    assert "\n" not in message
+    return message
+
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.sampled_from([0, 1, -1, 10**400, 2**63, 10**6, 10**6 + 1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e308, -1e308, 1e12, 1e12 * 1.0001, 5e-324]),
+)
+SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, st.text(max_size=8))
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+IDS = st.sampled_from(["1", "2", "3", "a", "", "b10"])
+FIELD = {
+    "id": st.one_of(IDS, JSON),
+    "kind": st.one_of(st.sampled_from(["spout", "bolt"]), JSON),
+    "units": st.one_of(NUMBERS, JSON),
+    "maxUnits": st.one_of(st.none(), NUMBERS, JSON),
+    "outputPerUnit": NUMBERS,
+    "capacityPerUnit": NUMBERS,
+    "selectivity": NUMBERS,
+    "externalInput": NUMBERS,
+    "memoryPerUnit": NUMBERS,
+    "children": st.one_of(st.dictionaries(IDS, NUMBERS, max_size=3), JSON),
+}
+COMPONENT = st.fixed_dictionaries({}, optional=FIELD)
+PROFILE = st.one_of(
+    JSON,
+    st.fixed_dictionaries(
+        {"components": st.lists(COMPONENT, max_size=6)},
+        optional={"topology": st.one_of(st.text(max_size=8), JSON)},
+    ),
+)
+
+
+@FUZZ
+@given(PROFILE)
+def test_the_profile_loader_gives_a_topology_or_a_profile_error(document: Any) -> None:
+    topology = outcome(parse_profile, document, ProfileError)
+    if isinstance(topology, Topology):
+        assert len(topology.order) == len(topology.components)  # loaded means acyclic and complete
+
+
+FILE = Path(tempfile.mkdtemp(prefix="stormscale-fuzz-")) / "p.json"  # one file, rewritten per example
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=64), PROFILE.map(lambda d: json.dumps(d).encode())))
+def test_the_profile_file_reader_gives_a_topology_or_a_profile_error(data: bytes) -> None:
+    FILE.write_bytes(data)
+    outcome(load_profile, FILE, ProfileError)
+
+
+DURATIONS = st.one_of(st.sampled_from(["0s", "1s", "10s", "5m", "48h", "2m", "1h", "999999h"]), JSON)
+SPEC = st.fixed_dictionaries(
+    {},
+    optional={
+        "topologyName": st.one_of(st.text(max_size=8), JSON),
+        "nimbus": st.one_of(
+            st.fixed_dictionaries({"host": st.text(max_size=8)}, optional={"port": NUMBERS}), JSON
+        ),
+        "workers": st.one_of(
+            st.fixed_dictionaries(
+                {"deployment": st.text(max_size=8)},
+                optional={
+                    "slotsPerPod": NUMBERS,
+                    "podOverheadCPU": st.sampled_from(["0", "100m", "1.5", "x"]),
+                },
+            ),
+            JSON,
+        ),
+        "metrics": st.one_of(
+            st.fixed_dictionaries(
+                {"prometheus": st.sampled_from(["http://p:9090", "https://p", "ftp://p", ""])},
+                optional={"window": DURATIONS, "step": DURATIONS, "settle": DURATIONS, "maxAge": DURATIONS},
+            ),
+            JSON,
+        ),
+        "scaling": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "mode": st.sampled_from(["Manual", "Recommend", "Auto", "auto"]),
+                    "budget": NUMBERS,
+                    "minUnits": NUMBERS,
+                    "maxUnits": NUMBERS,
+                    "strategy": st.sampled_from(["Combined", "Stela", "Predictive", "Optimal", "x"]),
+                    "cooldown": DURATIONS,
+                    "scaleInDelay": DURATIONS,
+                    "congestionThreshold": NUMBERS,
+                },
+            ),
+            JSON,
+        ),
+        "components": st.one_of(
+            st.lists(
+                st.fixed_dictionaries(
+                    {"name": st.one_of(IDS, JSON)}, optional={"capacityPerUnit": NUMBERS, "maxUnits": NUMBERS}
+                ),
+                max_size=3,
+            ),
+            JSON,
+        ),
+        "extra": JSON,
+    },
+)
+
+
+@FUZZ
+@given(st.one_of(SPEC, JSON))
+def test_the_spec_parser_gives_a_policy_or_an_invalid_spec_error(raw: Any) -> None:
+    policy = outcome(parse_spec, raw, InvalidSpecError)
+    if isinstance(policy, Policy):
+        assert policy.settle_s < policy.window_s
+        assert policy.max_age_s >= policy.step_s > 0
