@@ -146,7 +146,8 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
     who = json.loads(control_plane.kubectl("--kubeconfig", str(installed), "auth", "whoami", "-o", "json"))
     assert who["status"]["userInfo"]["username"] == f"system:serviceaccount:{RELEASE_NS}:{ROLE}"
     control_plane.kubectl("get", "crd", "stormtopologies.stormscale.io")
-    assert can_i(control_plane, installed, "patch", "deployments/scale", "-n", "default") == "yes"
+    scale = ("patch", "deployments", "--subresource=scale", "-n", "default")
+    assert can_i(control_plane, installed, *scale) == "yes"
     assert (
         can_i(control_plane, installed, "patch", "stormtopologies.stormscale.io/status", "-n", "default")
         == "yes"
@@ -215,7 +216,11 @@ def test_operator_passes_the_scenario_with_the_charts_rbac(
 
 @pytest.mark.parametrize(
     ("resource", "verb"),
-    [("deployments", "patch"), ("stormtopologies/status", "patch"), ("horizontalpodautoscalers", "list")],
+    [
+        ("deployments/scale", "patch"),
+        ("stormtopologies/status", "patch"),
+        ("horizontalpodautoscalers", "list"),
+    ],
 )
 def test_removing_one_rule_breaks_the_scenario(
     control_plane: ControlPlane, as_service_account: tuple[FakeNimbus, FakeProfiler], resource: str, verb: str
