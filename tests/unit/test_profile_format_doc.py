@@ -34,17 +34,21 @@ COMPONENT = (
     "maxUnits",
     "children",
     "memoryPerUnit",
+    "tasks",
 )
 EXTENSION = "## Stormscale extensions"
+PROFILE_EXTENSIONS = ("memory per unit", "task counts")
 MARK = "*This section is a Stormscale extension"
 
 
 def documented_fields() -> set[str]:
-    """Field names in the first column of the Profile tables (the shared one and the extension's)."""
+    """Field names in the first column of the Profile tables (the shared one and the extensions')."""
     text = DOC.read_text(encoding="utf-8")
     section = text.split("## Profile", 1)[1].split("\n## ", 1)[0]
-    extension = text.split("### Profile: memory per unit", 1)[1].split("\n### ", 1)[0]
-    names = re.findall(r"^\| `([^`]+)` \|", section + extension, flags=re.MULTILINE)
+    extensions = [
+        text.split(f"### Profile: {name}", 1)[1].split("\n### ", 1)[0] for name in PROFILE_EXTENSIONS
+    ]
+    names = re.findall(r"^\| `([^`]+)` \|", section + "".join(extensions), flags=re.MULTILINE)
     return {part for name in names for part in name.split("[].")}
 
 

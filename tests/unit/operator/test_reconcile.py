@@ -12,7 +12,7 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
-from stormscale.operator.reconcile import Resource, planning_start, reconcile
+from stormscale.operator.reconcile import Resource, planning_model, planning_start, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile, parse_profile
 
@@ -283,6 +283,17 @@ def test_never_above_the_task_count() -> None:
         "True",
         "UnitsUnallocated",
     )
+
+
+def test_the_plan_knows_that_executors_share_a_bolts_input_by_task() -> None:
+    """3 executors over 4 tasks run at 2 executors' pace (one holds 2 of the 4 tasks): no plan
+    counts on a third unit of 3 that adds nothing, and one more unit is worth two."""
+    tasks = {"1": 8, "2": 8, "3": 4, "4": 8}
+    model = planning_model(LINEAR, {"1": 1, "2": 2, "3": 3, "4": 1}, tasks, policy())
+    three = model.components[model.index["3"]]
+    assert three.tasks == 4
+    assert [three.capacity(u) for u in (2, 3, 4)] == [500.0, 500.0, 1000.0]
+    assert model.max_units[model.index["3"]] == 4
 
 
 def test_unit_cpu_is_the_cpu_limit_per_slot() -> None:

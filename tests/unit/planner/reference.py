@@ -15,6 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from stormscale.planner import FlowModel, Topology
+from stormscale.planner.model import Component
 from tests.synthetic.profiles import random_profile
 
 
@@ -39,7 +40,7 @@ def _drop(topology: Topology, units: tuple[int, ...]) -> float:
         if c.is_spout:
             return units[i] * c.output_per_unit
         arriving = c.external_input + sum(out(p) * f for p, f in parents[cid])
-        return min(arriving, units[i] * c.capacity_per_unit) * c.selectivity
+        return min(arriving, _capacity(c, units[i])) * c.selectivity
 
     return sum(out(c.id) for c in comps if not c.children)
 
@@ -74,7 +75,7 @@ def _backpressure(topology: Topology, units: tuple[int, ...]) -> float:
     throttle = {}
     for src in sources:
         ratios = [
-            units[by_id[cid][0]] * by_id[cid][1].capacity_per_unit / demand[cid]
+            _capacity(by_id[cid][1], units[by_id[cid][0]]) / demand[cid]
             for cid in _reachable(topology, src)
             if demand.get(cid, 0.0) > 0
         ]
@@ -88,6 +89,17 @@ def _backpressure(topology: Topology, units: tuple[int, ...]) -> float:
         if by_id[src][1].is_spout and not by_id[src][1].children:
             total += throttle[src] * units[by_id[src][0]] * by_id[src][1].output_per_unit
     return total
+
+
+def _capacity(c: Component, units: int) -> float:
+    """What a bolt takes in: its tasks dealt round robin to its executors, the input split by task, so
+    the executor dealt the most tasks saturates first (all of them alike without a task count)."""
+    if c.tasks is None or units == 0:
+        return units * c.capacity_per_unit
+    dealt = [0] * units
+    for task in range(c.tasks):
+        dealt[task % units] += 1
+    return c.capacity_per_unit * c.tasks / max(dealt)
 
 
 def _reachable(topology: Topology, source: str) -> set[str]:
@@ -121,9 +133,15 @@ def removals(topology: Topology, remove: int) -> Iterator[tuple[int, ...]]:
 
 
 @st.composite
-def profiles(draw: st.DrawFn, max_size: int = 12, spouts: int = 1) -> dict[str, Any]:
-    """Hypothesis strategy: a random profile of 2..max_size components (shrinks by seed and size)."""
+def profiles(draw: st.DrawFn, max_size: int = 12, spouts: int = 1, tasks: bool = False) -> dict[str, Any]:
+    """Hypothesis strategy: a random profile of 2..max_size components (shrinks by seed and size);
+    with ``tasks``, some bolts get a task count of ``units`` to ``units + 5`` (capacity a step function)."""
     size = draw(st.integers(min_value=spouts + 1, max_value=max_size))
     seed = draw(st.integers(min_value=0, max_value=2**32 - 1))
     scalable = draw(st.booleans())
-    return random_profile(random.Random(seed), size, spouts=spouts, scalable_spout=scalable)
+    document = random_profile(random.Random(seed), size, spouts=spouts, scalable_spout=scalable)
+    if tasks:
+        for component in document["components"]:
+            if component["kind"] == "bolt" and draw(st.booleans()):
+                component["tasks"] = max(1, component["units"]) + draw(st.integers(min_value=0, max_value=5))
+    return document

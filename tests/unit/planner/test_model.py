@@ -1,9 +1,11 @@
-"""The topology model's helpers: one way to add an allocation to units."""
+"""The topology model's helpers: one way to add an allocation to units; a bolt's capacity by its tasks."""
 
 from __future__ import annotations
 
+import pytest
+
 from stormscale.planner import Topology, add_allocation
-from stormscale.planner.model import allocation_between
+from stormscale.planner.model import Component, Kind, allocation_between
 
 
 def test_an_allocation_keyed_by_id_or_by_index_gives_the_same_units(t17: Topology) -> None:
@@ -19,3 +21,40 @@ def test_components_left_out_keep_their_units(t17: Topology) -> None:
     after = add_allocation(t17, t17.units, {0: 2})
     assert after[0] == t17.units[0] + 2
     assert after[1:] == t17.units[1:]
+
+
+def bolt(tasks: int | None, per_unit: float = 10.0) -> Component:
+    return Component(id="b", kind=Kind.BOLT, units=1, capacity_per_unit=per_unit, tasks=tasks)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "capacities"),
+    [
+        (None, [0, 10, 20, 30, 40, 50]),
+        (4, [0, 10, 20, 20, 40, 40]),  # 3 executors over 4 tasks: one runs 2 and takes half the input
+        (12, [0, 10, 20, 30, 40, 40]),  # 5 executors: runs of 3, 3, 2, 2, 2 → 12/3 = 4 units' pace
+        (5, [0, 10, 50 / 3, 50 / 2, 50 / 2, 50]),
+    ],
+)
+def test_a_bolts_capacity_follows_its_busiest_executors_share_of_the_tasks(
+    tasks: int | None, capacities: list[float]
+) -> None:
+    assert [bolt(tasks).capacity(u) for u in range(6)] == pytest.approx(capacities)
+
+
+@pytest.mark.parametrize(
+    ("tasks", "rate", "units"),
+    [
+        (None, 25.0, 3),
+        (None, 20.0 + 1e-12, 2),  # equality within float noise is enough (R-5)
+        (4, 25.0, 4),  # 3 units take 20/s: the next unit that helps is the 4th
+        (4, 20.0, 2),
+        (4, 45.0, 5),  # more than the tasks allow: the caller's bound refuses it
+        (12, 31.0, 4),
+        (12, 0.0, 0),
+    ],
+)
+def test_units_for_a_rate_are_the_fewest_whose_capacity_takes_it(
+    tasks: int | None, rate: float, units: int
+) -> None:
+    assert bolt(tasks).units_for(rate) == units

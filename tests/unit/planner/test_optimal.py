@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stormscale.planner import FlowModel, Strategy, make_plan, parse_profile, throughput
+from stormscale.planner import FlowModel, Strategy, compare_strategies, make_plan, parse_profile, throughput
 from stormscale.planner.model import Topology
 from stormscale.planner.optimal import optimal_alloc
 from tests.synthetic.profiles import random_profile
@@ -60,6 +60,24 @@ def test_optimal_equals_brute_force(document: dict[str, object], budget: int, mo
     assert sum(result.extra.values()) <= budget
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=2).flatmap(
+        lambda spouts: profiles(max_size=6, spouts=spouts, tasks=True)
+    ),
+    st.integers(min_value=1, max_value=4),
+    st.sampled_from(list(FlowModel)),
+)
+def test_optimal_with_task_counts_equals_brute_force(
+    document: dict[str, object], budget: int, model: FlowModel
+) -> None:
+    """A step-function capacity (one binary per value of x_v) keeps the program exact."""
+    topology = parse_profile(document)
+    result = optimal_alloc(topology, topology.units, budget, model)
+    assert result.proven
+    assert result.throughput == pytest.approx(brute_force(topology, budget, model), rel=1e-7, abs=1e-6)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     profiles(max_size=6, spouts=1), st.integers(min_value=1, max_value=3), st.sampled_from(list(FlowModel))
@@ -85,3 +103,24 @@ def test_a_time_limit_returns_a_feasible_plan_with_a_proven_bound() -> None:
     assert plan.after >= plan.before - 1e-9
     assert not plan.optimality.proven  # 1 ms is not enough to prove 400 components optimal
     assert plan.after >= make_plan(topology, 60, Strategy.COMBINED).after - 1e-9  # falls back, never worse
+
+
+def test_a_unit_that_adds_nothing_is_left_unallocated_only_by_optimal() -> None:
+    """Bolt 3 at 2 executors of 4 tasks is the bottleneck: a third executor adds nothing (one of them
+    runs 2 of the 4 tasks), the fourth doubles it. docs/planner.md, Model."""
+    document = json.loads((PROFILES / "thesis-linear.json").read_text())
+    spout, two, three, _ = document["components"]
+    spout.update(outputPerUnit=2000.0, maxUnits=1)
+    two["units"] = 4
+    three.update(units=2, tasks=4)
+    topology = parse_profile(document)
+    one = compare_strategies(topology, 1, FlowModel.BACKPRESSURE)
+    assert {s: p.allocation for s, p in one.items()} == {
+        Strategy.STELA: {"3": 1},
+        Strategy.PREDICTIVE: {"3": 1},
+        Strategy.COMBINED: {"3": 1},
+        Strategy.OPTIMAL: {},
+    }
+    assert {p.after for p in one.values()} == {500.0}
+    two_units = compare_strategies(topology, 2, FlowModel.BACKPRESSURE)
+    assert all(p.allocation == {"3": 2} and p.after == 900.0 for p in two_units.values())

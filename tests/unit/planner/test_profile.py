@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from stormscale.planner import Kind, ProfileError, load_profile, parse_profile
+from stormscale.planner.profile import profile_document
 
 EXAMPLES = sorted((Path(__file__).parents[3] / "examples" / "profiles").glob("*.json"))
 
@@ -138,6 +139,13 @@ REJECTIONS = [
     ),
     ("boolean units", mutated(["components", 1, "units"], True), "components[1].units: must be an integer"),
     ("empty components", mutated(["components"], []), "components: must be a non-empty list"),
+    ("zero tasks", mutated(["components", 1, "tasks"], 0), "components[1].tasks: must be at least 1"),
+    ("fractional tasks", mutated(["components", 1, "tasks"], 2.5), "components[1].tasks: must be an integer"),
+    (
+        "more units than tasks",
+        mutated(["components", 2, "tasks"], 1),
+        "components[2].units: 2 exceeds tasks 1",
+    ),
     (
         "spout as a child",
         mutated(["components", 1, "children"], {"s": 1.0}),
@@ -190,3 +198,15 @@ def test_missing_file_and_bad_json_are_profile_errors(tmp_path: Path) -> None:
     bad.write_text("{ nope")
     with pytest.raises(ProfileError, match=r"not valid JSON \(line 1"):
         load_profile(bad)
+
+
+def test_tasks_bound_the_units_and_round_trip() -> None:
+    doc = base()
+    doc["components"][1]["tasks"] = 4
+    doc["components"][1]["maxUnits"] = 10
+    doc["components"][2]["tasks"] = 6
+    doc["components"][2]["maxUnits"] = 3
+    topology = parse_profile(doc)
+    assert [c.tasks for c in topology.components] == [None, 4, 6]
+    assert topology.max_units == (1.0, 4.0, 3.0)  # the tighter of maxUnits and tasks
+    assert parse_profile(profile_document(topology)) == topology

@@ -55,3 +55,22 @@ def test_optimal_bounds_every_heuristic_with_two_spouts(
     best = plans[Strategy.OPTIMAL].after
     assert all(p.after <= best * (1 + 1e-7) + 1e-6 for p in plans.values())
     assert all(p.after >= p.before - 1e-9 for p in plans.values())  # more units never lower Θ
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    profiles(max_size=10, spouts=1, tasks=True),
+    st.integers(min_value=1, max_value=8),
+    st.sampled_from(list(FlowModel)),
+)
+def test_with_task_counts_every_strategy_stays_within_the_tasks_and_optimal_bounds_them(
+    document: dict[str, object], budget: int, model: FlowModel
+) -> None:
+    topology = parse_profile(document)
+    plans = compare_strategies(topology, budget, model)
+    best = plans[Strategy.OPTIMAL].after
+    for plan in plans.values():
+        after = add_allocation(topology, topology.units, plan.allocation)
+        assert all(c.tasks is None or after[v] <= c.tasks for v, c in enumerate(topology.components))
+        assert plan.after == pytest.approx(reference_throughput(topology, after, model), rel=1e-9, abs=1e-9)
+        assert plan.before - 1e-9 <= plan.after <= best * (1 + 1e-7) + 1e-6

@@ -150,7 +150,8 @@ def planning_model(
     and its bounds from Storm.
 
     ``maxUnits`` = min(the profile's bound, the task count, the spec's override): a spout the profile
-    fixes stays fixed. ``capacityPerUnit`` may be overridden too.
+    fixes stays fixed. ``capacityPerUnit`` may be overridden too. The task count is kept as the
+    component's ``tasks``: a bolt's capacity is ``P·T/⌈T/u⌉`` (executors share its input by task).
     """
     ids = {c.id for c in measured.components}
     if ids != set(start):
@@ -178,9 +179,16 @@ def planning_model(
                 max_units=None if bound is None else max(bound, units),
                 min_units=min(units, 1) if c.max_units is None or not c.is_spout else min(units, c.min_units),
                 capacity_per_unit=capacity,
+                tasks=_task_count(tasks.get(c.id, c.tasks), units),
             )
         )
     return Topology(name=measured.name, components=tuple(comps))
+
+
+def _task_count(tasks: int | None, units: int) -> int | None:
+    """Storm's task count, or ``None`` where it is below the units planned from (a state Storm never
+    runs: the plan then treats the executors as sharing the input evenly)."""
+    return tasks if tasks is not None and tasks >= units else None
 
 
 def replicas_for(units: Mapping[str, int], slots_per_pod: int) -> int:

@@ -93,7 +93,9 @@ def _forward(
         arriving = c.external_input
         for p, f in parents[v]:
             arriving += outputs[p] * f
-        capacity = units[v] * c.capacity_per_unit if capped else INF
+        capacity = (
+            (units[v] * c.capacity_per_unit if c.tasks is None else c.capacity(units[v])) if capped else INF
+        )
         inputs[v] = arriving
         capacities[v] = capacity
         outputs[v] = (arriving if arriving < capacity else capacity) * c.selectivity
@@ -130,7 +132,8 @@ def backpressure_rates(topology: Topology, units: Units) -> BackpressureRates:
             low = min(low, tightest[k])
         below[v] = low
         if not spout[v] and demands[v] > 0:
-            own = units[v] * comps[v].capacity_per_unit / demands[v]
+            c = comps[v]
+            own = (units[v] * c.capacity_per_unit if c.tasks is None else c.capacity(units[v])) / demands[v]
             low = min(low, own)
         tightest[v] = low
     throttles = [1.0] * n
@@ -242,7 +245,7 @@ def _backpressure_state(topology: Topology, units: Units) -> list[ComponentFlow]
                 )
             )
             continue
-        capacity = units[v] * c.capacity_per_unit
+        capacity = c.capacity(units[v])
         demand = rates.demands[v]
         rows.append(
             ComponentFlow(

@@ -7,6 +7,7 @@ tuple indexed like ``Topology.components``, so that a plan is a cheap vector, no
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ class Component:
     component keeps one unit, and a spout whose profile gives no ``maxUnits`` is fixed.
     ``memory_per_unit`` is the memory one saturated unit holds, as a fraction of a slot's (0 when the
     profile does not say; a Stormscale extension of the format used by sizing and placement).
+    ``tasks`` is Storm's task count, ``None`` when the profile does not say: it caps the units (one
+    executor runs at least one task) and makes a bolt's capacity a step function (:meth:`capacity`).
     """
 
     id: str
@@ -45,10 +48,42 @@ class Component:
     children: tuple[tuple[str, float], ...] = ()
     min_units: int = 0
     memory_per_unit: float = 0.0
+    tasks: int | None = None
 
     @property
     def is_spout(self) -> bool:
         return self.kind is Kind.SPOUT
+
+    def capacity(self, units: int) -> float:
+        """Tuples/s a bolt of ``units`` executors takes in before its busiest executor saturates.
+
+        Without a task count the executors share the input evenly: ``P·u``. Storm gives ``u``
+        executors contiguous runs of ``⌊T/u⌋`` or ``⌈T/u⌉`` of the ``T`` tasks, and a shuffle picks a
+        *task*, so the busiest executor receives ``⌈T/u⌉/T`` of the input and saturates first::
+
+            capacity(u) = P · T / ⌈T/u⌉      (P·u when u divides T; P·T once u ≥ T)
+
+        Measured on the test bed (docs/planner.md, Model): 4 tasks on 3 executors ran at 2 units' pace.
+        """
+        if self.tasks is None or units <= 0:
+            return units * self.capacity_per_unit
+        busiest = -(-self.tasks // units)
+        return self.capacity_per_unit * self.tasks / busiest
+
+    def units_for(self, rate: float) -> int:
+        """The fewest units whose :meth:`capacity` takes ``rate``; equality counts as enough (R-5)
+        despite float noise: ``capacity(u) ≥ rate − 10⁻⁹·max(P, rate)``.
+
+        Without a task count that is ``⌈q − 10⁻⁹·max(1, q)⌉`` with ``q = rate/P``; with ``T`` tasks, the
+        first ``u`` from there whose capacity reaches the rate, or ``⌈q⌉`` past ``T`` (more units than
+        the tasks allow: the caller's bound refuses it).
+        """
+        q = rate / self.capacity_per_unit
+        linear = max(0, math.ceil(q - 1e-9 * max(1.0, q)))
+        if self.tasks is None or linear >= self.tasks:
+            return linear
+        slack = 1e-9 * max(self.capacity_per_unit, rate)
+        return next(u for u in range(linear, self.tasks + 1) if self.capacity(u) >= rate - slack)
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -161,9 +196,9 @@ class Topology:
         """Effective upper bound per component (``inf`` for unbounded).
 
         Absent ``maxUnits`` in the profile was already resolved by the loader: bolts unbounded,
-        spouts fixed at their current units.
+        spouts fixed at their current units. A task count caps it too (one task per executor at least).
         """
-        return tuple(float("inf") if c.max_units is None else float(c.max_units) for c in self.components)
+        return tuple(min(_bound(c.max_units), _bound(c.tasks)) for c in self.components)
 
     def removable(self, units: Units, i: int) -> int:
         """How many units component ``i`` may give up from ``units`` (scale-in)."""
@@ -187,6 +222,10 @@ class Topology:
 
     def ids(self, indexes: Sequence[int]) -> list[str]:
         return [self.components[i].id for i in indexes]
+
+
+def _bound(limit: int | None) -> float:
+    return float("inf") if limit is None else float(limit)
 
 
 def add_allocation(

@@ -1,8 +1,10 @@
 """The exact optimum: a mixed-integer program over the same model, solved by HiGHS.
 
 Variables are the extra units ``x_v`` (integers within ``maxUnits`` and the budget; negative for
-scale-in) and continuous rates. Because Θ is non-decreasing in every rate, the program's rates settle
-on the flow model's own values at the optimum, so its objective is exactly the model's Θ.
+scale-in) and continuous rates; a bolt with a task count has a step-function capacity, written with
+one binary per value of ``x_v`` (:func:`_capacities`), and ``c_v (n_v + x_v)`` below stands for it.
+Because Θ is non-decreasing in every rate, the program's rates settle on the flow model's own values
+at the optimum, so its objective is exactly the model's Θ.
 
 ``drop``::
 
@@ -154,14 +156,49 @@ def _unit_columns(
     return cols
 
 
-def _capacity_row(
-    program: _Program, load: dict[int, float], column: int | None, *, per_unit: float, units: int
-) -> None:
-    """``load ≤ c_v (n_v + x_v)``, written as ``load − c_v x_v ≤ c_v n_v`` (``column`` is ``x_v``, if any)."""
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """``cap_v(n_v + x_v)`` as a linear expression of the program's columns: ``Σ terms + constant``."""
+
+    terms: dict[int, float]
+    constant: float
+
+
+def _capacities(
+    program: _Program, topology: Topology, units: Units, cols: dict[int, int]
+) -> dict[int, _Capacity]:
+    """Every bolt's capacity at ``n_v + x_v``.
+
+    Without a task count it is linear, ``c_v n_v + c_v x_v``. With ``T`` tasks it is the step
+    function ``c_v T / ⌈T/u⌉`` (:meth:`~stormscale.planner.model.Component.capacity`), written with one
+    binary ``y_j`` per value ``j`` that ``x_v`` may take::
+
+        Σ_j y_j = 1,   x_v − Σ_j j y_j = 0,   cap_v = Σ_j cap_v(n_v + j) y_j
+    """
+    out: dict[int, _Capacity] = {}
+    for v, c in enumerate(topology.components):
+        if c.is_spout:
+            continue
+        col = cols.get(v)
+        if col is None:
+            out[v] = _Capacity({}, c.capacity(units[v]))
+        elif c.tasks is None:
+            out[v] = _Capacity({col: c.capacity_per_unit}, c.capacity_per_unit * units[v])
+        else:
+            values = range(round(program.lower[col]), round(program.upper[col]) + 1)
+            picks = {j: program.column(0.0, 1.0, integer=True) for j in values}
+            program.row(dict.fromkeys(picks.values(), 1.0), lower=1.0, upper=1.0)
+            program.row({col: 1.0, **{y: -float(j) for j, y in picks.items()}}, lower=0.0, upper=0.0)
+            out[v] = _Capacity({y: c.capacity(units[v] + j) for j, y in picks.items()}, 0.0)
+    return out
+
+
+def _capacity_row(program: _Program, load: dict[int, float], capacity: _Capacity) -> None:
+    """``load ≤ cap_v``, written as ``load − Σ terms ≤ constant``."""
     row = dict(load)
-    if column is not None:
-        row[column] = -per_unit
-    program.row(row, upper=per_unit * units)
+    for col, coefficient in capacity.terms.items():
+        row[col] = row.get(col, 0.0) - coefficient
+    program.row(row, upper=capacity.constant)
 
 
 def _budget_row(program: _Program, cols: dict[int, int], budget: int, spent: int) -> None:
@@ -175,6 +212,7 @@ def _budget_row(program: _Program, cols: dict[int, int], budget: int, spent: int
 def _drop_program(topology: Topology, units: Units, budget: int) -> tuple[_Program, dict[int, int]]:
     program = _Program()
     cols = _unit_columns(program, topology, units, budget, {})
+    capacity = _capacities(program, topology, units, cols)
     comps = topology.components
     processed: dict[int, int] = {}
     sinks = set(topology.sinks)
@@ -183,7 +221,7 @@ def _drop_program(topology: Topology, units: Units, budget: int) -> tuple[_Progr
         if c.is_spout:
             continue
         processed[v] = p = program.column(0.0, highspy.kHighsInf, c.selectivity if v in sinks else 0.0)
-        _capacity_row(program, {p: 1.0}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
+        _capacity_row(program, {p: 1.0}, capacity[v])
         arrivals = {p: 1.0}
         constant = c.external_input
         for q, f in topology.parents[v]:
@@ -234,6 +272,7 @@ def _backpressure_program(
     program = _Program()
     state = add_allocation(topology, units, fixed)
     cols = _unit_columns(program, topology, units, budget, fixed)
+    capacity = _capacities(program, topology, units, cols)
     comps = topology.components
     profiles = {i: _source_profile(topology, state, i) for i in _sources(topology)}
     total_demand = [sum(p[1][v] for p in profiles.values()) for v in range(len(comps))]
@@ -244,9 +283,7 @@ def _backpressure_program(
             # α_i D_v ≤ c_v (n_v + x_v) for every component the source reaches (flow.py's rule)
             if c.is_spout or not reach >> v & 1 or total_demand[v] <= 0:
                 continue
-            _capacity_row(
-                program, {alpha: total_demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v]
-            )
+            _capacity_row(program, {alpha: total_demand[v]}, capacity[v])
     _budget_row(program, cols, budget, sum(fixed.values()))
     return program, cols
 
@@ -257,6 +294,7 @@ def _single_spout_program(
     """One source, a spout that may scale: ``λ ≤ s (n + x)``, ``d_v λ ≤ c_v (n_v + x_v)``."""
     program = _Program()
     cols = _unit_columns(program, topology, units, budget, {})
+    capacity = _capacities(program, topology, units, cols)
     comps = topology.components
     unit_state = tuple(1 if v == spout else u for v, u in enumerate(units))
     per_unit, demand, gain = _source_profile(topology, unit_state, spout)
@@ -272,7 +310,7 @@ def _single_spout_program(
     for v, c in enumerate(comps):
         if c.is_spout or demand[v] <= 0:
             continue
-        _capacity_row(program, {lam: demand[v]}, cols.get(v), per_unit=c.capacity_per_unit, units=units[v])
+        _capacity_row(program, {lam: demand[v]}, capacity[v])
     _budget_row(program, cols, budget, 0)
     return program, cols
 

@@ -52,12 +52,6 @@ class Candidate:
         return self.gain / self.count
 
 
-def units_needed(rate: float, capacity_per_unit: float) -> int:
-    """⌈I / c⌉, with equality counting as enough (R-5) despite floating-point noise."""
-    q = rate / capacity_per_unit
-    return max(0, math.ceil(q - 1e-9 * max(1.0, q)))
-
-
 def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping[int, int]) -> Extra | None:
     """JOINT of R-8: heads keep their r, every other node of ∪ sub(h) gets its ceil-need.
 
@@ -75,7 +69,7 @@ def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping
             extra[v] = r
             outputs[v] = _head_output(c, units[v] + r, arriving)
             continue
-        add = max(0, units_needed(arriving, c.capacity_per_unit) - units[v])
+        add = max(0, c.units_for(arriving) - units[v])
         if units[v] + add > topology.max_units[v]:
             return None
         if add:
@@ -97,7 +91,7 @@ def _members(topology: Topology, heads: Mapping[int, int]) -> Iterable[int]:
 def _head_output(c: Component, units: int, arriving: float) -> float:
     if c.is_spout:
         return units * c.output_per_unit
-    return min(arriving, units * c.capacity_per_unit) * c.selectivity
+    return min(arriving, c.capacity(units)) * c.selectivity
 
 
 def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[Candidate]:
@@ -115,7 +109,7 @@ def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) 
                 break
             gain = throughput(topology, add_allocation(topology, units, extra), model) - base
             out.append(Candidate(h, r, extra, gain))
-            if not comp.is_spout and (units[h] + r) * comp.capacity_per_unit >= rates.inputs[h]:
+            if not comp.is_spout and comp.capacity(units[h] + r) >= rates.inputs[h]:
                 break
     return out
 

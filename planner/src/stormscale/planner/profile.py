@@ -88,6 +88,7 @@ def _parse_component(path: str, item: Any) -> Component:
     units = _count(item, "units", path, required=True)
     assert units is not None
     max_units = _max_units(item, path, kind, units)
+    tasks = _tasks(item, path, units)
     children = _children(item, path)
     if kind is Kind.SPOUT:
         return Component(
@@ -99,6 +100,7 @@ def _parse_component(path: str, item: Any) -> Component:
             children=children,
             min_units=units if "maxUnits" not in item else min(units, 1),
             memory_per_unit=_rate(item, "memoryPerUnit", path, default=0.0),
+            tasks=tasks,
         )
     capacity = _rate(item, "capacityPerUnit", path, required=True)
     if capacity <= 0:
@@ -114,6 +116,7 @@ def _parse_component(path: str, item: Any) -> Component:
         children=children,
         min_units=min(units, 1),
         memory_per_unit=_rate(item, "memoryPerUnit", path, default=0.0),
+        tasks=tasks,
     )
 
 
@@ -174,6 +177,18 @@ def _max_units(item: Mapping[str, Any], path: str, kind: Kind, units: int) -> in
     if units > bound:
         raise ProfileError(f"{path}.units: {units} exceeds maxUnits {bound}")
     return bound
+
+
+def _tasks(item: Mapping[str, Any], path: str, units: int) -> int | None:
+    """``tasks`` (optional): Storm's task count, ≥ 1 and ≥ ``units`` (an executor runs ≥ 1 task)."""
+    tasks = _count(item, "tasks", path, required=False)
+    if tasks is None:
+        return None
+    if tasks < 1:
+        raise ProfileError(f"{path}.tasks: must be at least 1, got {tasks}")
+    if units > tasks:
+        raise ProfileError(f"{path}.units: {units} exceeds tasks {tasks} (Storm runs ≥ 1 task per executor)")
+    return tasks
 
 
 def _children(item: Mapping[str, Any], path: str) -> tuple[tuple[str, float], ...]:
@@ -257,6 +272,8 @@ def _component_document(c: Component) -> dict[str, Any]:
             out["maxUnits"] = c.max_units
     if c.memory_per_unit:
         out["memoryPerUnit"] = c.memory_per_unit
+    if c.tasks is not None:
+        out["tasks"] = c.tasks
     if c.children:
         out["children"] = dict(c.children)
     return out

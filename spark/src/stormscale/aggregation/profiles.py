@@ -192,6 +192,8 @@ def _component(
     entry["maxUnits"] = max_units
     if max_units is None:
         del entry["maxUnits"]
+    else:  # the task count: executors share a bolt's input by task (docs/formats/profile.md)
+        entry["tasks"] = max_units
     if fractions:
         # full precision: fractions rounded one by one could sum above 1 + 1e-6, which the format forbids
         entry["children"] = dict(fractions)
