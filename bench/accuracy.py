@@ -1,10 +1,11 @@
 """Model accuracy benchmark: the operator's predicted throughput against the measured one, per budget.
 
 Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm-linear ...]
-[--budgets 0 1 2 3]``). For each scenario in turn it starts the whole test bed (a
-:class:`~tests.harness.bed.stack.Stack`), deploys the scenario, runs the operator and raises the
+[--budgets 0 1 2 3]``). It starts the whole test bed (a :class:`~tests.harness.bed.stack.Stack`)
+and the operator; for each scenario in turn it deploys the scenario and raises the
 budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`): about 17 minutes per
-scenario for budgets 0 → 3 (measured on jvm-linear), 70–80 minutes for the four. Meanwhile it holds
+scenario for budgets 0 → 3 (measured on jvm-linear), 70–80 minutes for the four. The scenarios
+share one stack; each is undeployed (its pods stopped) before the next is deployed. Meanwhile it holds
 :data:`LOCK` (two real-stack runs on one machine distort each other). It writes each report to
 ``bench/out/accuracy-<scenario>.json``, prints the tables and writes ``bench/out/accuracy.png``. A
 scenario that fails stops the run; the reports saved before it re-render with ``--from-json``.
@@ -39,7 +40,6 @@ from tests.harness.process import new_run_dir
 from tests.harness.tools.accuracy import (
     BUDGETS,
     MODELS,
-    REPORT_FILE,
     Report,
     error_cell,
     number_cell,
@@ -188,20 +188,23 @@ def heavy_lock(path: Path = LOCK) -> Iterator[None]:
 
 
 def run_live(scenarios: Sequence[str], budgets: Sequence[int]) -> list[Report]:
-    """Each scenario on a stack of its own, one after the other; each report saved as it completes."""
+    """The scenarios one after the other on one stack (each undeployed before the next, so that its
+    pods' CPU is free); each report saved as it completes."""
     reports = []
     OUT.mkdir(parents=True, exist_ok=True)
-    with heavy_lock():
+    run_dir = new_run_dir("accuracy-")
+    with heavy_lock(), Stack(run_dir, namespace=NAMESPACE, log=_progress) as stack:
+        stack.start_operator()
         for i, key in enumerate(scenarios, 1):
             scenario = SCENARIOS[key]
-            run_dir = new_run_dir(f"accuracy-{key}-")
             _progress(f"[accuracy] {key} ({i} of {len(scenarios)}), budgets {list(budgets)}; logs: {run_dir}")
-            with Stack(run_dir, namespace=NAMESPACE, log=_progress) as stack:
-                stack.deploy(scenario)
-                stack.start_operator()
+            stack.deploy(scenario)
+            try:
                 report = run_budget_steps(stack, scenario, budgets)
+            finally:
+                stack.undeploy(scenario)
             document = json.dumps(report.to_json(), indent=2)
-            (run_dir / REPORT_FILE).write_text(document, encoding="utf-8")
+            (run_dir / f"accuracy-{key}.json").write_text(document, encoding="utf-8")
             saved = OUT / f"accuracy-{key}.json"
             saved.write_text(document, encoding="utf-8")
             _progress(f"[accuracy] {key}: report saved to {saved}")

@@ -258,6 +258,20 @@ class Stack:
         self.measure_pod_overhead(scenario)
         return topology
 
+    def undeploy(self, scenario: Scenario) -> None:
+        """Free the bed for the next scenario: its StormTopology (the operator stops acting on it),
+        its Storm topology, and its worker pods (their cgroups go with them)."""
+        self._step(f"undeploy {scenario.name}: StormTopology, Storm topology, worker Deployment")
+        namespace = ["-n", self.namespace, "--ignore-not-found", "--wait=true"]
+        self.plane.kubectl("delete", "stormtopology", scenario.name, *namespace)
+        kill(self.storm.endpoints, scenario.name)
+        self.plane.kubectl("delete", "deployment", scenario.deployment, *namespace)
+        wait_for(
+            lambda: not self.pods.replicas(self.namespace, scenario.deployment),
+            SUPERVISORS_TIMEOUT_S,
+            f"{scenario.deployment}'s pods stopped",
+        )
+
     def measure_pod_overhead(self, scenario: Scenario) -> str:
         """What a worker pod uses whatever its tuples, as a user would measure it for the spec's
         ``workers.podOverheadCPU``: the topology deactivated (no tuples), the pods' mean CPU over

@@ -1,9 +1,10 @@
 """A live stack at a steady state: the topology runs as planned, its sinks' rate, its profile.
 
 - ``wait_running``: Storm runs the expected number of workers and every executor reports.
-- ``sink_rate``: the sinks' executed tuples/s from Nimbus's own counters (independent of Prometheus),
-  and how each worker pod fared against its CPU quota meanwhile (from its cgroup's ``cpu.stat``).
+- ``sink_rate``: the sinks' executed counts and tuples/s from Nimbus's own counters (independent of
+  Prometheus), and how each worker pod fared against its CPU quota meanwhile (its cgroup's ``cpu.stat``).
 - ``profile_now``: the profile exactly as the operator takes it (same profiler, window, step, settle).
+- ``aggregate_offline``: the same window's rows through the aggregation job (PySpark and local).
 - ``applied_events``: the Normal ScalingApplied events the operator posted for a budget.
 """
 
@@ -11,13 +12,18 @@ from __future__ import annotations
 
 import json
 import time
+from math import floor
+from pathlib import Path
+from typing import Any
 
 from stormscale.operator.adapters.kube import KubePods
-from stormscale.operator.adapters.profiler import prometheus_profiler
-from stormscale.operator.policy import parse_spec
+from stormscale.operator.adapters.profiler import PrometheusProfiler, prometheus_profiler
+from stormscale.operator.policy import Policy, parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
+from stormscale.samples import write_parquet
 from stormscale.storm.model import ALL_TIME
-from tests.harness.bed.measure import SinkCounter, rate_over
+from stormscale.storm.samples.reader import Window
+from tests.harness.bed.measure import Measured, SinkCounter, rate_over, run_aggregation, write_structure
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
 from tests.harness.kubernetes.cgroups import QuotaUse, parse_cpu_millis
 
@@ -41,24 +47,24 @@ def wait_running(stack: Stack, scenario: Scenario, total_units: int) -> None:
 
 def sink_rate(
     stack: Stack, scenario: Scenario, topology_id: str, window_s: float = MEASURE_S
-) -> tuple[float, dict[str, QuotaUse]]:
-    """Σ sinks' executed tuples/s over ``window_s``, between two of Nimbus's stats updates, and each
-    worker pod's use of its quota over the same wall time."""
+) -> tuple[Measured, dict[str, QuotaUse]]:
+    """Σ sinks' executed counts at two of Nimbus's stats updates ``window_s`` apart (``.rate`` is the
+    tuples/s), and each worker pod's use of its quota over the same wall time."""
     groups = stack.pod_cgroups(scenario)
     before, start = {name: g.bandwidth() for name, g in groups.items()}, time.monotonic()
-    rate = rate_over(SinkCounter(stack.nimbus(), topology_id, scenario.sinks), window_s).rate
+    measured = rate_over(SinkCounter(stack.nimbus(), topology_id, scenario.sinks), window_s)
     seconds = time.monotonic() - start
     quota_cores = parse_cpu_millis(scenario.unit_cpu) / 1000
     use = {
         name: QuotaUse.between(before[name], g.bandwidth(), seconds, quota_cores)
         for name, g in groups.items()
     }
-    return rate, use
+    return measured, use
 
 
-def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
-    """The profile exactly as the operator takes it (same profiler, window, step and settle, and busy
-    time from the worker pods' CPU)."""
+def operator_profiler(stack: Stack, scenario: Scenario) -> tuple[PrometheusProfiler, Policy]:
+    """The operator's profiler for ``scenario`` (same window, step, settle and busy time from the worker
+    pods' CPU less their overhead) and the policy it reads them from."""
     overhead = stack.pod_overhead.get(scenario.name, "0")
     policy = parse_spec(storm_topology(scenario, 6627, stack.prometheus.url, 0, overhead)["spec"])
     workers = (KubePods(stack.api), stack.namespace, scenario.deployment)
@@ -70,6 +76,12 @@ def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
         workers=workers,
         pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
     )
+    return profiler, policy
+
+
+def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
+    """The profile exactly as the operator takes it (:func:`operator_profiler`)."""
+    profiler, policy = operator_profiler(stack, scenario)
 
     def attempt() -> MeasuredProfile | None:
         try:
@@ -80,6 +92,27 @@ def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
 
     result: MeasuredProfile = wait_for(attempt, PROFILE_TIMEOUT_S, "a steady profile", every_s=10.0)
     return result
+
+
+def aggregate_offline(stack: Stack, scenario: Scenario, end: float, out: Path) -> dict[str, dict[str, Any]]:
+    """The fleet path over the operator's window that ends at ``end`` (Unix time, in the past): the
+    rows the operator aggregates (the sample reader's and the worker pods' CPU) written to Parquet, the
+    structure from Nimbus, then ``python -m stormscale.aggregation`` with PySpark and with
+    ``--engine local`` on the same files, at the operator's settle. The profiles by engine."""
+    profiler, policy = operator_profiler(stack, scenario)
+    assert profiler.cpu is not None
+    step = floor(policy.step_s)
+    stop = floor(end / step) * step
+    window = Window(stop - floor(policy.window_s), stop, step)
+    rows = profiler.samples.read(scenario.name, window) + profiler.cpu.rows(scenario.name, window)
+    samples = out / "samples.parquet"
+    write_parquet(rows, samples)
+    structure = write_structure(stack.nimbus(), scenario.name, out / "structure" / f"{scenario.name}.json")
+    settle = ["--settle", f"{policy.settle_s:g}"]
+    return {
+        "spark": run_aggregation(samples, structure, out / "spark", settle),
+        "local": run_aggregation(samples, structure, out / "local", [*settle, "--engine", "local"]),
+    }
 
 
 def applied_events(stack: Stack, scenario: Scenario, budget: int) -> int:

@@ -59,6 +59,9 @@ class Step:
     #: worker pod → its use of its CPU quota while ``measured`` was measured.
     pods: dict[str, QuotaUse] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Unix times of the two Nimbus heartbeats ``measured`` was taken between.
+    window_start: float = 0.0
+    window_end: float = 0.0
 
     def starved(self) -> dict[str, QuotaUse]:
         """Saturated pods that received less than 90 % of their quota (the bed failed them)."""
@@ -196,7 +199,8 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         time.sleep(scenario.settle_s)
         summary = stack.nimbus().topology(scenario.name)
         assert summary is not None
-        measured, pods = sink_rate(stack, scenario, summary.id)
+        window, pods = sink_rate(stack, scenario, summary.id)
+        measured = window.rate
         profile = profile_now(stack, scenario)
         info = stack.nimbus().topology_info(scenario.name)
         executors = {
@@ -223,6 +227,8 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             fitted=fitted(profile),
             pods=pods,
             seconds=round(time.monotonic() - started, 1),
+            window_start=window.start.at,
+            window_end=window.end.at,
         )
         steps.append(step)
         _keep(stack, f"budget-{budget}.json", {"status": status, "profile": asdict(profile.topology)})

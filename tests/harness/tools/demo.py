@@ -38,8 +38,8 @@ def measure(stack: Stack, scenario: Scenario, budget: int) -> tuple[dict[str, An
     time.sleep(scenario.settle_s)
     summary = stack.nimbus().topology(scenario.name)
     assert summary is not None
-    rate, _ = sink_rate(stack, scenario, summary.id)
-    return status, rate
+    measured, _ = sink_rate(stack, scenario, summary.id)
+    return status, measured.rate
 
 
 def show_plan(stack: Stack, scenario: Scenario, running: dict[str, int], budget: int) -> float:
