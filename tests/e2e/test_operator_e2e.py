@@ -1,26 +1,29 @@
-"""End to end on the whole test bed: a StormTopology's budget rises 0 → 3; throughput follows as predicted.
+"""End to end on the whole test bed: budgets rise step by step; throughput follows as predicted.
 
 Everything is real: the API server, the operator (``kopf run`` in its own process, default ports),
 Storm with one Supervisor per worker pod in a cgroup whose CPU quota is the pod's CPU limit, the pods'
-CPU scraped from the pod runner's ``/metrics/cadvisor`` as from a kubelet, the exporter, Prometheus
-and the in-operator profiler. The thesis's linear shape runs with JVM bolts (the common case) under a
-load that congests it; each budget is applied from a steady state, and at each the test records the
-measured sink throughput next to what every strategy predicted under both flow models (the model
-accuracy report, also written to ``<run dir>/e2e-report.json``) and asserts:
+CPU scraped from the pod runner's ``/metrics/cadvisor`` as from a kubelet, the exporter, Prometheus,
+the in-operator profiler and PySpark. Two shapes with JVM bolts (the common case) run one after the
+other on the one stack (:data:`SHAPES`): the thesis's linear shape, budget 0 → 3, and a diamond whose
+second budget depends on a branch that is not saturated at the start, budget 0 → 2. Each budget is
+applied from a steady state; at each the test records the measured sink throughput next to what
+every strategy predicted under both flow models (the model accuracy report, also written to
+``<run dir>/e2e-report-<shape>.json``) and asserts:
 
 * at every budget step, the throughput the operator predicted for it (from the previous steady
   state's profile, under the flow model it ran) within :data:`PREDICTION_TOLERANCE` of the measured
-  one, and every state's fit within :data:`FIT_TOLERANCE`; the first step's next bottleneck is a
-  bolt that was not saturated at budget 0 (the case Storm's busy time got wrong);
+  one, and every state's fit within :data:`FIT_TOLERANCE`;
 * every saturated worker pod received ≥ 90 % of its CPU quota while it was measured (else the bed,
   not the model, would be under test);
-* throughput never falls by more than 10 % and ends at least twice budget 0's.
+* throughput never falls by more than 10 % and ends at least ``min_gain`` times budget 0's;
+* on the diamond's last state, the aggregation job (PySpark, and the local engine on the same files)
+  fits the measured rate from the same rows the operator aggregated (the fleet path on real parts).
 
-The scenario gives each bolt 12 tasks and turns Storm's load-aware shuffle off, so that a
+The scenarios give each bolt 12 tasks and turn Storm's load-aware shuffle off, so that a
 component's executors share its input evenly, as the model assumes (docs/planner.md, Model): with 4
 tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuples/s (predictions +7 %
-to +59 %); with 12 and plain shuffle the last three runs predicted every step within 9.2 % and
-fitted every state within 6.1 % (docs/operator.md).
+to +59 %); with 12 and plain shuffle the linear runs predicted every step within 9.2 % and fitted
+every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/operator.md).
 """
 
 from __future__ import annotations
@@ -28,85 +31,165 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.harness.bed.scenarios import JVM_LINEAR
-from tests.harness.bed.stack import Stack
+from stormscale.planner import FlowModel, parse_profile, throughput
+from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_LINEAR
+from tests.harness.bed.stack import Scenario, Stack
+from tests.harness.bed.steady import aggregate_offline
 from tests.harness.process import new_run_dir
 from tests.harness.tools.accuracy import Report, run_budget_steps
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 
-SCENARIO = JVM_LINEAR
-BUDGETS = (0, 1, 2, 3)
-PREDICTION_TOLERANCE = 0.20
+PREDICTION_TOLERANCE = 0.15
 FIT_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A scenario, the budgets it runs through and the least gain its last budget must show."""
+
+    scenario: Scenario
+    budgets: tuple[int, ...]
+    min_gain: float
+
+
+#: Linear: three units take it past three bottlenecks (3, 2, 3 again). Diamond: the first unit goes
+#: to the saturated branch 3, which makes the unsaturated branch 2 the bottleneck the second budget is
+#: planned on (model: ~27 → ~45 → ~55 tuples/s at the sink).
+SHAPES = {
+    "linear": Shape(JVM_LINEAR, (0, 1, 2, 3), min_gain=2.0),
+    "diamond": Shape(JVM_DIAMOND, (0, 1, 2), min_gain=1.5),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    shape: Shape
+    report: Report
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     with Stack(new_run_dir("e2e-")) as s:
+        s.start_operator()
         yield s
 
 
-@pytest.fixture(scope="module")
-def report(stack: Stack) -> Report:
-    stack.deploy(SCENARIO)
-    stack.start_operator()
-    result = run_budget_steps(stack, SCENARIO, BUDGETS)
-    (stack.run_dir / "e2e-report.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
-    print("\n" + result.table())
-    return result
+@pytest.fixture(scope="module", params=list(SHAPES))
+def run(request: pytest.FixtureRequest, stack: Stack) -> Iterator[Run]:
+    """One shape's budget steps on the shared stack; the bed is freed for the next shape after."""
+    shape = SHAPES[request.param]
+    scenario = shape.scenario
+    stack.deploy(scenario)
+    try:
+        result = run_budget_steps(stack, scenario, shape.budgets)
+        report_file = stack.run_dir / f"e2e-report-{request.param}.json"
+        report_file.write_text(json.dumps(result.to_json(), indent=2, default=str))
+        print("\n" + result.table())
+        yield Run(shape, result)
+    finally:
+        stack.undeploy(scenario)
 
 
-def test_each_budget_is_applied_to_pods_and_storm(report: Report) -> None:
-    for step in report.steps:
+def test_each_budget_is_applied_to_pods_and_storm(run: Run) -> None:
+    for step in run.report.steps:
         assert step.status_units == step.storm_executors, f"budget {step.budget}"
-        assert sum(step.storm_executors.values()) == len(SCENARIO.components) + step.budget
+        assert sum(step.storm_executors.values()) == len(run.shape.scenario.components) + step.budget
         assert step.replicas == sum(step.storm_executors.values())  # one slot per pod
         assert step.storm_workers == step.replicas
         assert step.events == 1  # exactly one Normal ScalingApplied event per applied budget
 
 
-def test_every_saturated_pod_received_its_quota(report: Report) -> None:
-    for step in report.steps:
+def test_every_saturated_pod_received_its_quota(run: Run) -> None:
+    for step in run.report.steps:
         assert len(step.pods) == step.replicas, f"budget {step.budget}: not every pod was measured"
         assert not step.starved(), f"budget {step.budget}: saturated pods short of their quota"
-    assert any(u.saturated for u in report.steps[0].pods.values())  # budget 0's bottleneck, bolt 3
+    assert any(u.saturated for u in run.report.steps[0].pods.values())  # budget 0 has a bottleneck
 
 
-def test_measured_throughput_rises_with_the_budget(report: Report) -> None:
-    measured = [step.measured for step in report.steps]
+def test_measured_throughput_rises_with_the_budget(run: Run) -> None:
+    measured = [step.measured for step in run.report.steps]
     assert all(m > 0 for m in measured)
     for before, after in itertools.pairwise(measured):
         assert after >= 0.9 * before, measured  # never a real loss
-    assert measured[-1] >= 2.0 * measured[0], measured  # three units later the topology does much more
+    assert measured[-1] >= run.shape.min_gain * measured[0], measured  # the units did much more
 
 
-def errors(report: Report) -> tuple[dict[int, float], dict[int, float]]:
+def errors(run: Run) -> tuple[dict[int, float], dict[int, float]]:
     """Per budget: the operator's predicted / measured − 1 (budgets > 0), the fit / measured − 1."""
-    model = SCENARIO.flow_model.lower()
-    predicted = {s.budget: s.operator_predicted[report.strategy] / s.measured - 1 for s in report.steps[1:]}
-    fitted = {s.budget: s.fitted[model] / s.measured - 1 for s in report.steps}
+    model = run.shape.scenario.flow_model.lower()
+    steps, strategy = run.report.steps, run.report.strategy
+    predicted = {s.budget: s.operator_predicted[strategy] / s.measured - 1 for s in steps[1:]}
+    fitted = {s.budget: s.fitted[model] / s.measured - 1 for s in steps}
     return predicted, fitted
 
 
-def test_every_step_is_predicted_and_fitted_within_the_tolerance(report: Report) -> None:
-    predicted, fitted = errors(report)
+def test_every_step_is_predicted_and_fitted_within_the_tolerance(run: Run) -> None:
+    predicted, fitted = errors(run)
     print(f"operator's prediction / measured - 1: { {b: f'{e:+.1%}' for b, e in predicted.items()} }")
     print(f"profile's fit / measured - 1: { {b: f'{e:+.1%}' for b, e in fitted.items()} }")
     assert all(abs(e) <= PREDICTION_TOLERANCE for e in predicted.values()), predicted
     assert all(abs(e) <= FIT_TOLERANCE for e in fitted.values()), fitted
 
 
-def test_operator_predictions_are_recorded_for_every_strategy(report: Report) -> None:
-    for step in report.steps[1:]:
+def test_operator_predictions_are_recorded_for_every_strategy(run: Run) -> None:
+    for step in run.report.steps[1:]:
         assert set(step.operator_predicted) == {"stela", "predictive", "combined", "optimal"}
         assert step.operator_predicted["combined"] > 0
 
 
-def test_report_is_written(stack: Stack, report: Report) -> None:
-    written = json.loads(Path(stack.run_dir / "e2e-report.json").read_text())
-    assert [s["budget"] for s in written["steps"]] == list(BUDGETS)
+def busy_sources(profile: dict[str, Any]) -> set[str]:
+    """Where the bolts' busy time came from (``confidence.capacityPerUnit.source``)."""
+    return {
+        c["confidence"]["capacityPerUnit"]["source"] for c in profile["components"] if c["kind"] == "bolt"
+    }
+
+
+def estimates(profile: dict[str, Any]) -> dict[str, float]:
+    """Every number the planner reads from a profile, keyed ``component.field[.child]``."""
+    out: dict[str, float] = {}
+    for c in profile["components"]:
+        for key in ("units", "tasks", "outputPerUnit", "capacityPerUnit", "selectivity"):
+            if key in c:
+                out[f"{c['id']}.{key}"] = float(c[key])
+        for child, fraction in c.get("children", {}).items():
+            out[f"{c['id']}.children.{child}"] = float(fraction)
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("run", ["diamond"], indirect=True)
+def test_the_spark_job_profiles_the_last_state_as_the_operator_does(
+    stack: Stack, run: Run, tmp_path: Path
+) -> None:
+    """The fleet path on the same bed: the rows the operator aggregated over the last step's window
+    (the exporter's and the worker pods' CPU), in Parquet, through ``python -m stormscale.aggregation``
+    with PySpark and with the local engine: the profile fits the measured sink rate as the operator's
+    did, busy time from the pods' CPU, task counts from Nimbus, and the two engines agree to 1e-4."""
+    last = run.report.steps[-1]
+    profiles = aggregate_offline(stack, run.shape.scenario, last.window_end, tmp_path)
+    spark, local = profiles["spark"], profiles["local"]
+    model = parse_profile(spark)
+    theta = throughput(model, model.units, FlowModel[run.shape.scenario.flow_model.upper()])
+    print(f"spark: Θ {theta:.2f}/s at the running units; measured {last.measured:.2f}/s")
+    assert abs(theta / last.measured - 1) <= FIT_TOLERANCE, (theta, last.measured)
+    assert busy_sources(spark) == busy_sources(local) == {"pod-cpu"}
+    assert {c["id"]: c.get("tasks") for c in spark["components"] if c["kind"] == "bolt"} == dict.fromkeys(
+        ("2", "3", "4"), run.shape.scenario.properties["max.tasks"]
+    )
+    expected, got = estimates(spark), estimates(local)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        assert got[key] == pytest.approx(value, rel=1e-4), key
+
+
+def test_report_is_written(stack: Stack, run: Run) -> None:
+    shape = next(name for name, s in SHAPES.items() if s is run.shape)
+    written = json.loads(Path(stack.run_dir / f"e2e-report-{shape}.json").read_text())
+    assert [s["budget"] for s in written["steps"]] == list(run.shape.budgets)
