@@ -52,7 +52,7 @@ bench: venv
 bench-sizing: venv
 	$(BIN)/python -m bench.sizing
 
-## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario (the test bed; 70-80 minutes): tables on stdout, plot in bench/out/accuracy.png
+## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 85 minutes): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus
 	$(BIN)/python -m bench.accuracy
 

@@ -4,8 +4,10 @@ Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm
 [--budgets 0 1 2 3]``). It starts the whole test bed (a :class:`~tests.harness.bed.stack.Stack`)
 and the operator; for each scenario in turn it deploys the scenario and raises the
 budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`): about 17 minutes per
-scenario for budgets 0 → 3 (measured on jvm-linear), 70–80 minutes for the four. The scenarios
-share one stack; each is undeployed (its pods stopped) before the next is deployed. Meanwhile it holds
+scenario for budgets 0 → 3 (measured on jvm-linear), about 85 minutes for the five. The scenarios
+share one stack; each is undeployed (its pods stopped) before the next is deployed. Where one
+component alone scales (``jvm-scaling``: bolt 3 at 1, 2, 3, 4 units) it also prints how throughput
+grows with its units against proportional growth (:func:`linearity_table`). Meanwhile it holds
 :data:`LOCK` (two real-stack runs on one machine distort each other). It writes each report to
 ``bench/out/accuracy-<scenario>.json``, prints the tables and writes ``bench/out/accuracy.png``. A
 scenario that fails stops the run; the reports saved before it re-render with ``--from-json``.
@@ -50,7 +52,7 @@ from tests.harness.tools.accuracy import (
 OUT = Path(__file__).parent / "out"
 LOCK = Path("/tmp/stormscale-heavy.lock")
 NAMESPACE = "accuracy"
-DEFAULT_SCENARIOS = ("jvm-linear", "jvm-linear-loadaware", "jvm-diamond", "multilang-linear")
+DEFAULT_SCENARIOS = ("jvm-linear", "jvm-diamond", "jvm-scaling", "jvm-linear-loadaware", "multilang-linear")
 #: Relative-error bounds the summary counts against.
 BOUNDS = (0.10, 0.15)
 FIT_MODEL = FlowModel.BACKPRESSURE
@@ -112,6 +114,34 @@ def counts(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def scaled_component(report: Report) -> str | None:
+    """The one component whose units change from step to step (``None`` if none or several do)."""
+    varying = {
+        c
+        for a, b in itertools.pairwise(report.steps)
+        for c in a.storm_executors.keys() | b.storm_executors.keys()
+        if a.storm_executors.get(c) != b.storm_executors.get(c)
+    }
+    return next(iter(varying)) if len(varying) == 1 else None
+
+
+def linearity_table(report: Report, component: str) -> str:
+    """How Θ grows with ``component``'s units, against proportional growth from the first step::
+
+    efficiency(u) = (Θ(u) / Θ(u₀)) / (u / u₀)      (1 where throughput is linear in the units)
+    """
+    first = report.steps[0]
+    u0 = first.storm_executors[component]
+    lines = [f"| units of {component} | measured/s | Θ/Θ₀ | u/u₀ | efficiency |", "|" + "---|" * 5]
+    for s in report.steps:
+        u = s.storm_executors[component]
+        growth = s.measured / first.measured
+        lines.append(
+            f"| {u} | {s.measured:.1f} | {growth:.2f} | {u / u0:.2f} | {growth / (u / u0) - 1:+.1%} |"
+        )
+    return "\n".join(lines)
+
+
 def _line(ax: Any, pairs: Iterable[tuple[int, float | None]], style: str, **kwargs: Any) -> None:
     """Draw the pairs whose value is known (a missing value is not drawn; nothing known, no line)."""
     known = [(x, y) for x, y in pairs if y is not None]
@@ -159,6 +189,10 @@ def render(reports: Sequence[Report]) -> Path:
     """Print every report's tables and the summary across them; write the plot and return its path."""
     for report in reports:
         print(f"\n{report.scenario} (the operator ran {report.strategy})\n\n{report.table()}")
+        component = scaled_component(report)
+        if component is not None and report.steps[0].measured > 0:
+            table = linearity_table(report, component)
+            print(f"\nOnly {component} scaled: its throughput against its units\n\n{table}")
     rows = summary_rows(reports)
     print("\nSummary: the operator's prediction for each budget and the fit, against the measured rate\n")
     print(summary_table(rows) + "\n\n" + counts(rows))

@@ -101,3 +101,28 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
     assert "| 1 | 3+1 | 100.0 | backpressure | 90.0 | – | 104.0 | – | +4.0% |" in out
     assert path == tmp_path / "out" / "accuracy.png"
     assert path.stat().st_size > 10_000
+
+
+def test_accuracy_benchmark_tells_how_one_scaled_component_grows_with_its_units() -> None:
+    from bench import accuracy
+    from tests.harness.tools.accuracy import Report
+
+    def step(budget: int, units: dict[str, int], measured: float) -> Step:
+        return Step(budget, units, units, 4 + budget, 4 + budget, 1, measured, {}, {})
+
+    scaling = Report(
+        "scaling",
+        [
+            step(b, {"1": 1, "2": 1, "3": u, "4": 1}, m)
+            for b, (u, m) in enumerate([(1, 12.0), (2, 24.0), (3, 33.0), (4, 48.0)])
+        ],
+    )
+    assert accuracy.scaled_component(scaling) == "3"
+    table = accuracy.linearity_table(scaling, "3")
+    assert "| 3 | 33.0 | 2.75 | 3.00 | -8.3% |" in table
+    assert "| 4 | 48.0 | 4.00 | 4.00 | +0.0% |" in table
+    both = Report(
+        "linear",
+        [step(0, {"2": 1, "3": 1}, 12.0), step(1, {"2": 1, "3": 2}, 18.0), step(2, {"2": 2, "3": 2}, 23.0)],
+    )
+    assert accuracy.scaled_component(both) is None  # 2 and 3 both scaled: no one component's curve

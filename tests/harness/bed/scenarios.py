@@ -121,10 +121,22 @@ JVM_DIAMOND = dataclasses.replace(
     },
 )
 
+#: How one bottleneck's throughput grows with its units: the linear shape with bolt 3 (12.5 ms per
+#: tuple, ~12/s per unit measured) the only component that may scale (the spec caps 1, 2 and 4 at one
+#: unit), bolt 2 and the sink cheap (2 and 1.5 ms: 3 stays the bottleneck at 4 units, ~50/s) and the
+#: spout offering 80/s. Budgets 0 → 3 run bolt 3 at 1, 2, 3 and 4 units (12 tasks: each divides).
+JVM_SCALING = dataclasses.replace(
+    JVM_LINEAR,
+    name="e2e-jvm-scaling",
+    properties={**JVM_PROPERTIES, "c1.rate": 80, "c2.cost_us": 2000, "c4.cost_us": 1500},
+    overrides=tuple({"name": c, "maxUnits": 1} for c in ("1", "2", "4")),
+)
+
 #: By name, for the accuracy report's ``--scenario``.
 SCENARIOS = {
     "multilang-linear": CONGESTED_LINEAR,
     "jvm-linear": JVM_LINEAR,
     "jvm-linear-loadaware": JVM_LINEAR_LOADAWARE,
     "jvm-diamond": JVM_DIAMOND,
+    "jvm-scaling": JVM_SCALING,
 }
