@@ -159,6 +159,9 @@ def condition(resource: dict[str, Any], kind: str) -> tuple[str, str] | None:
     return None
 
 
+#: A deleted resource is released once its running pass ends (≤ 4 s here) and Kopf looks again (1 s).
+DELETION_BOUND_S = 20.0
+
 REFUSALS = [
     ({"budget": 20, "maxUnits": 16}, "scaling.budget must not exceed scaling.maxUnits"),
     ({"mode": "Sometimes"}, 'Unsupported value: "Sometimes"'),
@@ -227,6 +230,30 @@ def test_budget_applied_once_then_reapplying_changes_nothing(
     assert again["status"]["appliedBudget"] == 2
     assert [c[0] for c in storm.calls].count("rebalance") == 1
     assert len(events(control_plane, namespace, "ScalingApplied")) == 1
+
+
+def test_a_resource_deleted_while_a_pass_runs_is_released_within_seconds(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler, storm: FakeNimbus
+) -> None:
+    """Kopf holds a finalizer while the timer runs. Nimbus answers in 4 s here, and the deletion comes
+    while a pass waits on it: with Kopf's default the finalizer went after 60 s or more."""
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    with operator(namespace) as runner:
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        eventually(
+            lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2,
+            what="appliedBudget 2",
+        )
+        storm.describe_delay_s = 4.0
+        seen = len(storm.calls)
+        eventually(lambda: storm.calls[seen:].count(("describe", "linear")) >= 2, what="a slow pass")
+        started = time.monotonic()  # a pass has just asked Nimbus and waits 4 s for its answer
+        control_plane.kubectl(
+            "delete", "stormtopology", "linear", "-n", namespace, "--wait=true", timeout_s=180
+        )
+        released = time.monotonic() - started
+    assert runner.exception is None
+    assert released < DELETION_BOUND_S, f"the finalizer went after {released:.0f} s"
 
 
 def test_restart_in_the_middle_of_an_apply_finishes_the_same_plan(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +56,11 @@ class FakeNimbus:
     applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet
     journal: Journal = field(default_factory=list)
     free_slots: int | None = None  # None: Nimbus's slot count is not known
+    describe_delay_s: float = 0.0  # a slow Nimbus: each describe takes this long
 
     def describe(self, topology: str) -> StormTopologyState:
         self.calls.append(("describe", topology))
+        time.sleep(self.describe_delay_s)
         if self.fail_describe:
             raise self.fail_describe
         return StormTopologyState(

@@ -189,3 +189,4 @@ def test_kopfs_own_calls_get_the_same_bound() -> None:
     configure(settings=settings)  # type: ignore[call-arg]  # kopf types the decorated function as its callback protocol
     assert settings.networking.connect_timeout == kube.REQUEST_TIMEOUT_S[0]
     assert settings.networking.request_timeout == sum(kube.REQUEST_TIMEOUT_S)
+    assert settings.background.cancellation_polling <= 2  # not Kopf's 60 s (a deletion waits on it)
