@@ -70,6 +70,7 @@ FIELD = {
     "selectivity": NUMBERS,
     "externalInput": NUMBERS,
     "memoryPerUnit": NUMBERS,
+    "tasks": st.one_of(st.none(), NUMBERS, JSON),
     "children": st.one_of(st.dictionaries(IDS, NUMBERS, max_size=3), JSON),
 }
 COMPONENT = st.fixed_dictionaries({}, optional=FIELD)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stormscale.planner import Topology, add_allocation
 from stormscale.planner.model import Component, Kind, allocation_between
@@ -58,3 +60,16 @@ def test_units_for_a_rate_are_the_fewest_whose_capacity_takes_it(
     tasks: int | None, rate: float, units: int
 ) -> None:
     assert bolt(tasks).units_for(rate) == units
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=1, max_value=60),
+    st.floats(min_value=0.5, max_value=50.0),
+    st.floats(min_value=0.0, max_value=3000.0),
+)
+def test_units_for_agrees_with_counting_up_the_units(tasks: int, per_unit: float, rate: float) -> None:
+    component = bolt(tasks, per_unit)
+    enough = [u for u in range(tasks + 1) if component.capacity(u) >= rate - 1e-9 * max(per_unit, rate)]
+    found = component.units_for(rate)
+    assert found == enough[0] if enough else found > tasks  # none: beyond what the tasks allow

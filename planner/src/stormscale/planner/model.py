@@ -72,18 +72,20 @@ class Component:
 
     def units_for(self, rate: float) -> int:
         """The fewest units whose :meth:`capacity` takes ``rate``; equality counts as enough (R-5)
-        despite float noise: ``capacity(u) ≥ rate − 10⁻⁹·max(P, rate)``.
+        despite float noise: ``capacity(u) ≥ rate − s`` with ``s = 10⁻⁹·max(P, rate)``.
 
-        Without a task count that is ``⌈q − 10⁻⁹·max(1, q)⌉`` with ``q = rate/P``; with ``T`` tasks, the
-        first ``u`` from there whose capacity reaches the rate, or ``⌈q⌉`` past ``T`` (more units than
-        the tasks allow: the caller's bound refuses it).
+        Without a task count that is ``⌈q − 10⁻⁹·max(1, q)⌉`` with ``q = rate/P``. With ``T`` tasks the
+        busiest executor may hold at most ``M = ⌊P·T / (rate − s)⌋`` tasks, and ``⌈T/u⌉ ≤ M`` first holds
+        at ``u = ⌈T/M⌉`` (constant time, whatever ``T``); past ``T`` (``M = 0``) it is ``⌈q⌉``, more
+        units than the tasks allow, which the caller's bound refuses.
         """
         q = rate / self.capacity_per_unit
         linear = max(0, math.ceil(q - 1e-9 * max(1.0, q)))
-        if self.tasks is None or linear >= self.tasks:
+        needed = rate - 1e-9 * max(self.capacity_per_unit, rate)
+        if self.tasks is None or linear >= self.tasks or needed <= 0:
             return linear
-        slack = 1e-9 * max(self.capacity_per_unit, rate)
-        return next(u for u in range(linear, self.tasks + 1) if self.capacity(u) >= rate - slack)
+        most = math.floor(self.capacity_per_unit * self.tasks / needed)
+        return max(linear, -(-self.tasks // most))
 
 
 _DIGITS = re.compile(r"(\d+)")
