@@ -5,7 +5,7 @@ Storm with one Supervisor per worker pod in a cgroup whose CPU quota is the pod'
 CPU scraped from the pod runner's ``/metrics/cadvisor`` as from a kubelet, the exporter, Prometheus,
 the in-operator profiler and PySpark. Two shapes with JVM bolts (the common case) run one after the
 other on the one stack (:data:`SHAPES`): the thesis's linear shape, budget 0 → 3, and a diamond whose
-second budget depends on a branch that is not saturated at the start, budget 0 → 2. Each budget is
+next budget depends on a branch that is not saturated at the start, budget 0 → 1. Each budget is
 applied from a steady state; at each the test records the measured sink throughput next to what
 every strategy predicted under both flow models (the model accuracy report, also written to
 ``<run dir>/e2e-report-<shape>.json``) and asserts:
@@ -59,12 +59,13 @@ class Shape:
     min_gain: float
 
 
-#: Linear: three units take it past three bottlenecks (3, 2, 3 again). Diamond: the first unit goes
-#: to the saturated branch 3, which makes the unsaturated branch 2 the bottleneck the second budget is
-#: planned on (model: ~27 → ~45 → ~55 tuples/s at the sink).
+#: Linear: three units take it past three bottlenecks (3, 2, 3 again). Diamond: the unit goes to the
+#: saturated branch 3, and what it gains is set by branch 2, which was not saturated when the plan was
+#: made (measured: 34.2 → 56.6 tuples/s, 1.65×; a second unit, to 2, reached 69.1: make accuracy).
+#: The diamond stops at budget 1 to keep CI within its budget (a step costs about 4 minutes).
 SHAPES = {
     "linear": Shape(JVM_LINEAR, (0, 1, 2, 3), min_gain=2.0),
-    "diamond": Shape(JVM_DIAMOND, (0, 1, 2), min_gain=1.5),
+    "diamond": Shape(JVM_DIAMOND, (0, 1), min_gain=1.4),
 }
 
 

@@ -44,6 +44,7 @@ OPERATOR_STOP_GRACE_S = 15.0
 WORKERS_LABEL = "stormscale.io/storm-workers"
 SUPERVISORS_TIMEOUT_S = 300.0
 APPLY_TIMEOUT_S = 600.0
+DELETE_TIMEOUT_S = 180.0
 OVERHEAD_WARM_S = 30.0
 OVERHEAD_DRAIN_S = 15.0
 OVERHEAD_WINDOW_S = 20.0
@@ -263,9 +264,14 @@ class Stack:
         its Storm topology, and its worker pods (their cgroups go with them)."""
         self._step(f"undeploy {scenario.name}: StormTopology, Storm topology, worker Deployment")
         namespace = ["-n", self.namespace, "--ignore-not-found", "--wait=true"]
-        self.plane.kubectl("delete", "stormtopology", scenario.name, *namespace)
+        started = time.monotonic()
+        # The operator's finalizer goes once its running pass ends (seconds: handlers.TIMER_STOP_POLL_S).
+        self.plane.kubectl("delete", "stormtopology", scenario.name, *namespace, timeout_s=DELETE_TIMEOUT_S)
+        self.log(f"[stack] StormTopology {scenario.name} deleted in {time.monotonic() - started:.1f} s")
         kill(self.storm.endpoints, scenario.name)
-        self.plane.kubectl("delete", "deployment", scenario.deployment, *namespace)
+        self.plane.kubectl(
+            "delete", "deployment", scenario.deployment, *namespace, timeout_s=DELETE_TIMEOUT_S
+        )
         wait_for(
             lambda: not self.pods.replicas(self.namespace, scenario.deployment),
             SUPERVISORS_TIMEOUT_S,
