@@ -169,12 +169,13 @@ def estimates(profile: dict[str, Any]) -> dict[str, float]:
 def test_the_spark_job_profiles_the_last_state_as_the_operator_does(
     stack: Stack, run: Run, tmp_path: Path
 ) -> None:
-    """The fleet path on the same bed: the rows the operator aggregated over the last step's window
-    (the exporter's and the worker pods' CPU), in Parquet, through ``python -m stormscale.aggregation``
-    with PySpark and with the local engine: the profile fits the measured sink rate as the operator's
-    did, busy time from the pods' CPU, task counts from Nimbus, and the two engines agree to 1e-4."""
+    """The fleet path on the same bed: the rows the operator's profiler aggregated over the window it
+    found steady at the last step (the exporter's and the worker pods' CPU), in Parquet, through
+    ``python -m stormscale.aggregation`` with PySpark and with the local engine: the profile fits the
+    measured sink rate as the operator's did, busy time from the pods' CPU, task counts from Nimbus,
+    and the two engines agree to 1e-4."""
     last = run.report.steps[-1]
-    profiles = aggregate_offline(stack, run.shape.scenario, last.window_end, tmp_path)
+    profiles = aggregate_offline(stack, run.shape.scenario, last.profiled_at, tmp_path)
     spark, local = profiles["spark"], profiles["local"]
     model = parse_profile(spark)
     theta = throughput(model, model.units, FlowModel[run.shape.scenario.flow_model.upper()])

@@ -3,7 +3,8 @@
 - ``wait_running``: Storm runs the expected number of workers and every executor reports.
 - ``sink_rate``: the sinks' executed counts and tuples/s from Nimbus's own counters (independent of
   Prometheus), and how each worker pod fared against its CPU quota meanwhile (its cgroup's ``cpu.stat``).
-- ``profile_now``: the profile exactly as the operator takes it (same profiler, window, step, settle).
+- ``profile_now``: the profile exactly as the operator takes it (same profiler, window, step, settle);
+  ``profile_taken`` also says when its window ended.
 - ``aggregate_offline``: the same window's rows through the aggregation job (PySpark and local).
 - ``applied_events``: the Normal ScalingApplied events the operator posted for a budget.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from math import floor
 from pathlib import Path
 from typing import Any
@@ -81,21 +83,35 @@ def operator_profiler(stack: Stack, scenario: Scenario) -> tuple[PrometheusProfi
 
 def profile_now(stack: Stack, scenario: Scenario) -> MeasuredProfile:
     """The profile exactly as the operator takes it (:func:`operator_profiler`)."""
+    return profile_taken(stack, scenario)[0]
+
+
+def profile_taken(stack: Stack, scenario: Scenario) -> tuple[MeasuredProfile, float]:
+    """:func:`profile_now`, and the Unix time its window ended at (its clock's reading: the moment to
+    give :func:`aggregate_offline` for the very window the operator's profiler found steady)."""
     profiler, policy = operator_profiler(stack, scenario)
+    readings: list[float] = []
+
+    def clock() -> float:
+        readings.append(time.time())
+        return readings[-1]
+
+    timed = replace(profiler, clock=clock)
 
     def attempt() -> MeasuredProfile | None:
         try:
-            return profiler.profile(scenario.name, policy.window_s)
+            return timed.profile(scenario.name, policy.window_s)
         except StaleMetricsError as err:
             stack.log(f"[profile] not yet: {err}")
             return None
 
     result: MeasuredProfile = wait_for(attempt, PROFILE_TIMEOUT_S, "a steady profile", every_s=10.0)
-    return result
+    return result, readings[-1]
 
 
 def aggregate_offline(stack: Stack, scenario: Scenario, end: float, out: Path) -> dict[str, dict[str, Any]]:
-    """The fleet path over the operator's window that ends at ``end`` (Unix time, in the past): the
+    """The fleet path over the operator's window that ends at ``end`` (Unix time, in the past; the
+    second value of :func:`profile_taken` gives the window the operator's profiler found steady): the
     rows the operator aggregates (the sample reader's and the worker pods' CPU) written to Parquet, the
     structure from Nimbus, then ``python -m stormscale.aggregation`` with PySpark and with
     ``--engine local`` on the same files, at the operator's settle. The profiles by engine."""

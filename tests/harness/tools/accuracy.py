@@ -28,7 +28,7 @@ from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
 from tests.harness.bed.scenarios import SCENARIOS
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
-from tests.harness.bed.steady import applied_events, profile_now, sink_rate, wait_running
+from tests.harness.bed.steady import applied_events, profile_taken, sink_rate, wait_running
 from tests.harness.kubernetes.cgroups import QuotaUse
 from tests.harness.process import new_run_dir
 
@@ -62,6 +62,8 @@ class Step:
     #: Unix times of the two Nimbus heartbeats ``measured`` was taken between.
     window_start: float = 0.0
     window_end: float = 0.0
+    #: Unix time the window of this step's profile (``fitted``, the next step's predictions) ended at.
+    profiled_at: float = 0.0
 
     def starved(self) -> dict[str, QuotaUse]:
         """Saturated pods that received less than 90 % of their quota (the bed failed them)."""
@@ -201,7 +203,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         assert summary is not None
         window, pods = sink_rate(stack, scenario, summary.id)
         measured = window.rate
-        profile = profile_now(stack, scenario)
+        profile, profiled_at = profile_taken(stack, scenario)
         info = stack.nimbus().topology_info(scenario.name)
         executors = {
             c: sum(1 for e in info.user_executors() if e.component == c) for c in scenario.components
@@ -229,6 +231,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             seconds=round(time.monotonic() - started, 1),
             window_start=window.start.at,
             window_end=window.end.at,
+            profiled_at=profiled_at,
         )
         steps.append(step)
         _keep(stack, f"budget-{budget}.json", {"status": status, "profile": asdict(profile.topology)})
