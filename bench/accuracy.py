@@ -3,7 +3,8 @@
 Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm-linear ...]
 [--budgets 0 1 2 3]``). It starts the whole test bed (a :class:`~tests.harness.bed.stack.Stack`)
 and the operator; for each scenario in turn it deploys the scenario and raises the
-budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`): about 17 minutes per
+budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`; per bolt too: its executed
+rate from Nimbus against the rate in the operator's plan and in the fit): about 17 minutes per
 scenario for budgets 0 → 3 (measured on jvm-linear), about 85 minutes for the five. The scenarios
 share one stack; each is undeployed (its pods stopped) before the next is deployed. Where one
 component alone scales (``jvm-scaling``: bolt 3 at 1, 2, 3, 4 units) it also prints how throughput
@@ -114,6 +115,25 @@ def counts(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def component_counts(reports: Iterable[Report]) -> str:
+    """Two lines, per bolt and step under :data:`FIT_MODEL`: the operator's plan's rate for each bolt
+    (budgets > 0) and the fit, against each bolt's measured executed rate, within each of :data:`BOUNDS`."""
+    predictions: list[float | None] = []
+    fits: list[float | None] = []
+    for s in (s for r in reports for s in r.steps):
+        predicted = s.component_predicted.get(FIT_MODEL.value, {})
+        fit = s.component_fitted.get(FIT_MODEL.value, {})
+        for c, rate in s.component_measured.items():
+            if s.budget > 0:
+                predictions.append(relative_error(predicted.get(c), rate))
+            fits.append(relative_error(fit.get(c), rate))
+    lines = []
+    for errors, what in ((predictions, "bolt predictions"), (fits, "bolt fits")):
+        parts = [f"within {b * 100:g} %: {k} of {n}" for b in BOUNDS for k, n in [within(errors, b)]]
+        lines.append("; ".join([f"{parts[0]} {what}", *parts[1:]]))
+    return "\n".join(lines)
+
+
 def scaled_component(report: Report) -> str | None:
     """The one component whose units change from step to step (``None`` if none or several do)."""
     varying = {
@@ -195,7 +215,7 @@ def render(reports: Sequence[Report]) -> Path:
             print(f"\nOnly {component} scaled: its throughput against its units\n\n{table}")
     rows = summary_rows(reports)
     print("\nSummary: the operator's prediction for each budget and the fit, against the measured rate\n")
-    print(summary_table(rows) + "\n\n" + counts(rows))
+    print(summary_table(rows) + "\n\n" + counts(rows) + "\n" + component_counts(reports))
     path = plot(reports, OUT / "accuracy.png")
     print(f"\nplot: {path}")
     return path

@@ -4,6 +4,7 @@ benchmark's rendering of saved reports (no test bed)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,12 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
         "linear",
         [
             _step(0, 100.0, {"combined": 100.0}, 104.0, pods={"w-0": QuotaUse(0.2, 0.19, 0.8)}),
-            _step(1, 100.0, {"combined": 112.0, "stela": 100.0}, 95.0, predicted=harness),  # +12 %
+            replace(
+                _step(1, 100.0, {"combined": 112.0, "stela": 100.0}, 95.0, predicted=harness),  # +12 %
+                component_measured={"2": 40.0, "3": 20.0},
+                component_predicted={"backpressure": {"2": 42.0, "3": 16.0}, "drop": {"2": 1.0}},
+                component_fitted={"backpressure": {"2": 40.0, "3": 22.0}},
+            ),
             _step(2, 200.0, {"combined": 205.0}, None, predicted=harness),  # +2.5 %, no fit
         ],
     )
@@ -99,6 +105,10 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
     assert "within 10 %: 3 of 5 fits; within 15 %: 4 of 5" in out
     # the per-scenario prediction table: stela, predictive, combined, optimal, the error of combined
     assert "| 1 | 3+1 | 100.0 | backpressure | 90.0 | – | 104.0 | – | +4.0% |" in out
+    # per bolt: linear's step 1 predicted 2 at +5 % and 3 at -20 %; fits +0 % and +10 %
+    assert "| 1 | 2 | 40.0 | 42.0 | +5.0% | 40.0 | +0.0% |" in out
+    assert "within 10 %: 1 of 2 bolt predictions; within 15 %: 1 of 2" in out
+    assert "within 10 %: 2 of 2 bolt fits; within 15 %: 2 of 2" in out
     assert path == tmp_path / "out" / "accuracy.png"
     assert path.stat().st_size > 10_000
 

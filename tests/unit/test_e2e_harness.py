@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
-from stormscale.planner import load_profile
+from stormscale.planner import FlowModel, load_profile
+from tests.harness.bed.measure import Measured, Sighting
 from tests.harness.bed.scenarios import CONGESTED_LINEAR, JVM_DIAMOND, JVM_LINEAR
 from tests.harness.bed.stack import storm_topology, worker_deployment
-from tests.harness.tools.accuracy import Report, Step, fitted, predictions
+from tests.harness.tools.accuracy import Report, Step, fitted, fitted_components, predictions
 
 LINEAR = load_profile(Path(__file__).parents[2] / "examples" / "profiles" / "thesis-linear.json")
 
@@ -48,10 +51,26 @@ def test_worker_pods_carry_the_unit_as_their_cpu_limit_and_the_pod_runner_label(
 def test_predictions_cover_every_strategy_under_both_flow_models() -> None:
     measured = MeasuredProfile(LINEAR, throughput=0.0, age_s=0.0)
     baseline = {c.id: c.units for c in LINEAR.components}
-    out = predictions(measured, CONGESTED_LINEAR, baseline, dict.fromkeys(baseline, 8), 2)
+    out = predictions(measured, CONGESTED_LINEAR, baseline, dict.fromkeys(baseline, 8), 2).throughput
     assert set(out) == {"backpressure", "drop"}
     assert all(set(v) == {"stela", "predictive", "combined", "optimal"} for v in out.values())
     assert out["drop"]["optimal"] >= out["drop"]["combined"] > fitted(measured)["drop"]
+
+
+def test_predicted_bolt_rates_are_those_of_the_operators_plan_and_end_in_its_throughput() -> None:
+    """Per bolt, what it processes in the plan of the scenario's strategy: the sink's output is the
+    plan's Θ, and the rates differ from the fit at the running units where the plan added units."""
+    measured = MeasuredProfile(LINEAR, throughput=0.0, age_s=0.0)
+    baseline = {c.id: c.units for c in LINEAR.components}
+    out = predictions(measured, CONGESTED_LINEAR, baseline, dict.fromkeys(baseline, 8), 2)
+    bolts = {c.id for c in LINEAR.components if not c.is_spout}
+    sink = LINEAR.components[LINEAR.sinks[0]]
+    for model in ("backpressure", "drop"):
+        rates = out.components[model]
+        assert set(rates) == bolts
+        combined = out.throughput[model]["combined"]
+        assert rates[sink.id] * sink.selectivity == pytest.approx(combined, rel=1e-3)
+        assert rates != fitted_components(measured)[model]
 
 
 def test_prediction_table_has_a_row_per_budget_and_flow_model_with_the_chosen_strategys_error() -> None:
@@ -79,3 +98,35 @@ def test_a_budget_without_predictions_shows_dashes_not_zeroes() -> None:
     step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {})
     row = Report("t", [step]).prediction_table().splitlines()[2]
     assert row == "| 0 | – | 100.0 | backpressure | – | – | – | – | – |"
+
+
+def test_component_table_has_a_row_per_budget_and_measured_bolt_with_both_errors() -> None:
+    step = Step(
+        1,
+        {},
+        {},
+        5,
+        5,
+        1,
+        10.0,
+        {"3": 1},
+        {},
+        component_measured={"2": 20.0, "3": 10.0},
+        component_predicted={"backpressure": {"2": 22.0, "3": 9.0}},
+        component_fitted={"backpressure": {"2": 20.0, "3": 10.5}, "drop": {"2": 1.0}},
+    )
+    lines = Report("t", [step]).component_table().splitlines()
+    assert lines[2:] == [
+        "| 1 | 2 | 20.0 | 22.0 | +10.0% | 20.0 | +0.0% |",
+        "| 1 | 3 | 10.0 | 9.0 | -10.0% | 10.5 | +5.0% |",
+    ]
+    drop = Report("t", [step]).component_table(FlowModel.DROP).splitlines()
+    assert drop[2:] == ["| 1 | 2 | 20.0 | – | – | 1.0 | -95.0% |", "| 1 | 3 | 10.0 | – | – | – | – |"]
+
+
+def test_component_rates_are_each_counts_difference_over_the_sinks_window() -> None:
+    start = Sighting(100.0, 50, {"2": 1000, "3": 500})
+    end = Sighting(190.0, 950, {"2": 2800, "3": 1400, "9": 7})
+    measured = Measured(start, end)
+    assert measured.rate == pytest.approx(10.0)
+    assert measured.component_rates() == pytest.approx({"2": 20.0, "3": 10.0})

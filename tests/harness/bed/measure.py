@@ -1,7 +1,8 @@
 """Measuring a running test-bed topology: Nimbus's own counts, the exporter, samples and structure.
 
-- ``SinkCounter`` / ``rate_over``: executed tuples/s of some components over a window, from Nimbus's
-  all-time counts read when an executor heartbeat changes them (independent of Prometheus).
+- ``ExecutedCounter`` / ``rate_over``: executed tuples/s of some components over a window, from Nimbus's
+  all-time counts read when an executor heartbeat changes them (independent of Prometheus), and of
+  every component at the same two moments.
 - ``running_exporter``: ``python -m stormscale.storm.exporter`` on a free loopback port.
 - ``write_samples``: a window of the sample reader's rows (Prometheus → Parquet).
 - ``write_structure``: the aggregation's structure JSON from Nimbus (``getUserTopology`` + tasks).
@@ -15,8 +16,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,12 @@ REPORT_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class Sighting:
-    """A count and the Unix time it was first seen on Nimbus."""
+    """A count and the Unix time it was first seen on Nimbus; with a snapshot, every counted
+    component's all-time count read right then."""
 
     at: float
     count: int
+    components: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,14 @@ class Measured:
         """Tuples per second over the window."""
         return (self.end.count - self.start.count) / self.seconds
 
+    def component_rates(self) -> dict[str, float]:
+        """Each snapshotted component's tuples/s over the window (read at the same two moments)."""
+        ends = self.end.components
+        return {c: (ends[c] - n) / self.seconds for c, n in self.start.components.items() if c in ends}
+
 
 @dataclass(frozen=True)
-class SinkCounter:
+class ExecutedCounter:
     """Sum of the all-time executed counts of ``components`` of one topology, read from Nimbus."""
 
     nimbus: NimbusClient
@@ -70,27 +78,41 @@ class SinkCounter:
 
     def __call__(self) -> int:
         """The current sum (0 for a component Nimbus does not show yet)."""
+        return sum(self.each().values())
+
+    def each(self) -> dict[str, int]:
+        """Each component's all-time executed count (0 while Nimbus does not show it yet)."""
         stats = self.nimbus.topology_page(self.topology_id).components
-        return sum(stats[c].executed for c in self.components if c in stats)
+        return {c: stats[c].executed if c in stats else 0 for c in self.components}
 
 
-def next_report(read: Callable[[], int], timeout_s: float = REPORT_TIMEOUT_S) -> Sighting:
-    """Wait for the next change of ``read()`` (a heartbeat reaching Nimbus); when and what it was."""
+def next_report(
+    read: Callable[[], int],
+    timeout_s: float = REPORT_TIMEOUT_S,
+    snapshot: Callable[[], Mapping[str, int]] | None = None,
+) -> Sighting:
+    """Wait for the next change of ``read()`` (a heartbeat reaching Nimbus); when and what it was, and
+    ``snapshot()`` read right after it."""
     before = read()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         time.sleep(POLL_S)
         count = read()
         if count != before:
-            return Sighting(time.time(), count)
+            return Sighting(time.time(), count, {} if snapshot is None else dict(snapshot()))
     raise DaemonError(f"no new stats on Nimbus in {timeout_s:.0f} s (count still {before})")
 
 
-def rate_over(read: Callable[[], int], window_s: float) -> Measured:
-    """Counts at two heartbeats about ``window_s`` apart, timed at their arrival on Nimbus."""
-    start = next_report(read)
+def rate_over(
+    read: Callable[[], int], window_s: float, snapshot: Callable[[], Mapping[str, int]] | None = None
+) -> Measured:
+    """Counts at two heartbeats about ``window_s`` apart, timed at their arrival on Nimbus; with
+    ``snapshot`` (e.g. every bolt's executed count), it too at both moments
+    (:meth:`Measured.component_rates`: workers heartbeat on their own clocks, so a component's count
+    may be up to one heartbeat older than the sinks'; over the window that shifts both ends alike)."""
+    start = next_report(read, snapshot=snapshot)
     time.sleep(max(0.0, start.at + window_s - time.time()))
-    return Measured(start, next_report(read))
+    return Measured(start, next_report(read, snapshot=snapshot))
 
 
 def healthz(url: str) -> str | None:

@@ -25,7 +25,7 @@ from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.samples import write_parquet
 from stormscale.storm.model import ALL_TIME
 from stormscale.storm.samples.reader import Window
-from tests.harness.bed.measure import Measured, SinkCounter, rate_over, run_aggregation, write_structure
+from tests.harness.bed.measure import ExecutedCounter, Measured, rate_over, run_aggregation, write_structure
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
 from tests.harness.kubernetes.cgroups import QuotaUse, parse_cpu_millis
 
@@ -51,10 +51,12 @@ def sink_rate(
     stack: Stack, scenario: Scenario, topology_id: str, window_s: float = MEASURE_S
 ) -> tuple[Measured, dict[str, QuotaUse]]:
     """Σ sinks' executed counts at two of Nimbus's stats updates ``window_s`` apart (``.rate`` is the
-    tuples/s), and each worker pod's use of its quota over the same wall time."""
+    tuples/s; ``.component_rates()`` every component's executed tuples/s at the same moments), and
+    each worker pod's use of its quota over the same wall time."""
     groups = stack.pod_cgroups(scenario)
     before, start = {name: g.bandwidth() for name, g in groups.items()}, time.monotonic()
-    measured = rate_over(SinkCounter(stack.nimbus(), topology_id, scenario.sinks), window_s)
+    every = ExecutedCounter(stack.nimbus(), topology_id, scenario.components)
+    measured = rate_over(ExecutedCounter(stack.nimbus(), topology_id, scenario.sinks), window_s, every.each)
     seconds = time.monotonic() - start
     quota_cores = parse_cpu_millis(scenario.unit_cpu) / 1000
     use = {

@@ -25,7 +25,15 @@ from typing import Any
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.reconcile import planning_model
-from stormscale.planner import FlowModel, Strategy, compare_strategies, throughput
+from stormscale.planner import (
+    FlowModel,
+    Strategy,
+    Topology,
+    add_allocation,
+    compare_strategies,
+    evaluate,
+    throughput,
+)
 from tests.harness.bed.scenarios import SCENARIOS
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.steady import applied_events, profile_taken, sink_rate, wait_running
@@ -56,6 +64,13 @@ class Step:
     predicted: dict[str, dict[str, float]] = field(default_factory=dict)
     #: flow model → Θ of this step's own profile at the allocation that runs (how well the model fits).
     fitted: dict[str, float] = field(default_factory=dict)
+    #: bolt → its executed tuples/s over the same window as ``measured`` (Nimbus's counts).
+    component_measured: dict[str, float] = field(default_factory=dict)
+    #: flow model → bolt → tuples/s it processes in the plan of the operator's strategy for this
+    #: budget, from the previous steady state's profile.
+    component_predicted: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: flow model → bolt → tuples/s it processes by this step's own profile at the units that run.
+    component_fitted: dict[str, dict[str, float]] = field(default_factory=dict)
     #: worker pod → its use of its CPU quota while ``measured`` was measured.
     pods: dict[str, QuotaUse] = field(default_factory=dict)
     seconds: float = 0.0
@@ -98,8 +113,25 @@ class Report:
         return cls(document["scenario"], steps, document.get("strategy", Strategy.COMBINED.value))
 
     def table(self) -> str:
-        """Both tables of the model accuracy report, one after the other."""
-        return self.prediction_table() + "\n\n" + self.fit_table()
+        """The tables of the model accuracy report, one after the other."""
+        return self.prediction_table() + "\n\n" + self.fit_table() + "\n\n" + self.component_table()
+
+    def component_table(self, model: FlowModel = FlowModel.BACKPRESSURE) -> str:
+        """Per budget and bolt, under ``model``: its executed tuples/s as measured, as the operator's
+        strategy predicted it before the budget (from the previous state's profile), and as this
+        state's own profile fits it; each with its relative error."""
+        head = "| budget | bolt | measured/s | predicted/s | error | fit/s | error |"
+        lines = [head, "|" + "---|" * 7]
+        for s in self.steps:
+            predicted = s.component_predicted.get(model.value, {})
+            fit = s.component_fitted.get(model.value, {})
+            for c, rate in sorted(s.component_measured.items()):
+                p, f = predicted.get(c), fit.get(c)
+                lines.append(
+                    f"| {s.budget} | {c} | {rate:.1f} | {number_cell(p)} | {error_cell(p, rate)} "
+                    f"| {number_cell(f)} | {error_cell(f, rate)} |"
+                )
+        return "\n".join(lines)
 
     def prediction_table(self) -> str:
         """Per budget and flow model: Θ each strategy predicted before the budget was applied (from
@@ -156,29 +188,59 @@ def number_cell(x: float | None) -> str:
     return "–" if x is None else f"{x:.1f}"
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """What one measured profile predicts for a budget, per flow model: every strategy's Θ, and
+    what each bolt processes in the plan of the operator's strategy."""
+
+    throughput: dict[str, dict[str, float]]
+    components: dict[str, dict[str, float]]
+
+
 def predictions(
     measured: MeasuredProfile,
     scenario: Scenario,
     running: Mapping[str, int],
     tasks: Mapping[str, int],
     delta: int,
-) -> dict[str, dict[str, float]]:
+) -> Prediction:
     """Every strategy's predicted Θ under each flow model, from one measured profile, for ``delta``
-    more units than the ``running`` ones (where the operator's next plan starts)."""
-    out: dict[str, dict[str, float]] = {}
+    more units than the ``running`` ones (where the operator's next plan starts), and the bolts'
+    rates in the operator's plan."""
+    totals: dict[str, dict[str, float]] = {}
+    components: dict[str, dict[str, float]] = {}
     for model in MODELS:
         spec = storm_topology(scenario, 6627, "http://unused", delta)["spec"]
         spec["scaling"]["flowModel"] = model.value.capitalize()
         topology = planning_model(measured.topology, running, tasks, parse_spec(spec))
         plans = compare_strategies(topology, delta, model, time_limit=10.0)
-        out[model.value] = {s.value: round(p.after, 3) for s, p in plans.items()}
-    return out
+        totals[model.value] = {s.value: round(p.after, 3) for s, p in plans.items()}
+        chosen = plans[Strategy(scenario.strategy.lower())].allocation
+        components[model.value] = bolt_rates(
+            topology, add_allocation(topology, topology.units, chosen), model
+        )
+    return Prediction(totals, components)
+
+
+def bolt_rates(topology: Topology, units: tuple[int, ...], model: FlowModel) -> dict[str, float]:
+    """Tuples/s each bolt of ``topology`` processes at ``units`` under ``model``."""
+    state = evaluate(topology, units, model)
+    return {
+        flow.id: round(flow.processed, 3)
+        for flow, c in zip(state.components, topology.components, strict=True)
+        if not c.is_spout
+    }
 
 
 def fitted(measured: MeasuredProfile) -> dict[str, float]:
     """Θ of the measured profile at the units it was measured with, per flow model."""
     units = measured.topology.units
     return {m.value: round(throughput(measured.topology, units, m), 3) for m in MODELS}
+
+
+def fitted_components(measured: MeasuredProfile) -> dict[str, dict[str, float]]:
+    """Each bolt's rate by the measured profile at the units it was measured with, per flow model."""
+    return {m.value: bolt_rates(measured.topology, measured.topology.units, m) for m in MODELS}
 
 
 def _keep(stack: Stack, name: str, document: Mapping[str, Any]) -> None:
@@ -189,7 +251,7 @@ def _keep(stack: Stack, name: str, document: Mapping[str, Any]) -> None:
 def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -> Report:
     """Apply each budget from a steady state; measure, profile and predict the next one."""
     steps: list[Step] = []
-    previous: dict[str, dict[str, dict[str, float]]] = {}
+    previous: dict[str, Prediction] = {}
     for budget in budgets:
         started = time.monotonic()
         stack.log(f"[e2e] budget {budget}: applying")
@@ -225,8 +287,11 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             measured=round(measured, 3),
             allocation=dict(plan.get("allocation") or {}),
             operator_predicted=dict(plan.get("alternatives") or {}),
-            predicted=previous.get(str(budget), {}),
+            predicted=previous[str(budget)].throughput if str(budget) in previous else {},
             fitted=fitted(profile),
+            component_measured={c: round(r, 3) for c, r in window.component_rates().items() if r > 0},
+            component_predicted=previous[str(budget)].components if str(budget) in previous else {},
+            component_fitted=fitted_components(profile),
             pods=pods,
             seconds=round(time.monotonic() - started, 1),
             window_start=window.start.at,
