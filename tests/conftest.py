@@ -1,9 +1,11 @@
-"""Shared pytest configuration: the test bed's session fixtures are registered here, and a run that
-skipped a test fails."""
+"""Shared pytest configuration: the test bed's session fixtures are registered here; a run that
+skipped a test fails; SIGTERM stops a run as Ctrl-C does (fixtures stop the daemons they started)."""
 
 from __future__ import annotations
 
 import os
+import signal
+from types import FrameType
 
 import pytest
 
@@ -12,6 +14,16 @@ pytest_plugins: list[str] = [
     "tests.harness.storm.fixtures",
     "tests.harness.prometheus.fixtures",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run stopped by SIGTERM (a CI timeout, ``kill``) tears its fixtures down like Ctrl-C: without
+    this, Python dies at once and leaves the test bed's JVMs, etcd and Prometheus running."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

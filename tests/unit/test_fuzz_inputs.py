@@ -8,40 +8,19 @@ StormTopology spec parser. Every example must give a valid result or the documen
 from __future__ import annotations
 
 import json
-import os
 import tempfile
-from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.planner.model import Topology
 from stormscale.planner.profile import ProfileError, load_profile, parse_profile
+from tests.unit.fuzzing import fuzz_settings, outcome
 
-T = TypeVar("T")
-EXAMPLES = int(os.environ.get("STORMSCALE_FUZZ_EXAMPLES", "1000"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=timedelta(milliseconds=500),  # the per-example bound: a hang or a quadratic path fails
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=EXAMPLES <= 1000,  # the unit run is reproducible; `make fuzz` explores
-)
-
-
-def outcome(parse: Callable[[Any], T], value: Any, error: type[Exception]) -> T | str:
-    """``parse(value)``, or the message of the documented ``error`` (one line); any other exception
-    propagates and fails the example."""
-    try:
-        return parse(value)
-    except error as err:
-        message = str(err)
-    assert message, "an error must say what is wrong"
-    assert "\n" not in message
-    return message
+FUZZ = fuzz_settings(deadline_ms=500)
 
 
 NUMBERS = st.one_of(

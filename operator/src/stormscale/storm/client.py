@@ -7,13 +7,14 @@ a leader change needs no reconnect logic. Pure Python (thriftpy2): no Java at ru
 
 from __future__ import annotations
 
+import functools
 import io
 import socket
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from thriftpy2.protocol import binary, cybin
 from thriftpy2.thrift import TApplicationException, TClient, TException
@@ -40,6 +41,7 @@ from stormscale.storm.model import (
     TopologySummary,
 )
 from stormscale.storm.stats import check_rebalance, tasks_per_component
+from stormscale.storm.wire import check_reply_frame
 
 #: The deadline of one whole call (connect, send, every read of the answer), not of each socket read.
 DEFAULT_TIMEOUT_S = 10.0
@@ -58,6 +60,7 @@ MALFORMED: tuple[type[BaseException], ...] = (
     struct.error,
 )
 NOT_LEADER = "not a leader"
+T = TypeVar("T")
 # thriftpy2's pure-Python transports and protocol, untyped: as ``Any`` for mypy.
 _TSocket: Any = tsocket.TSocket
 _TFramedTransport: Any = framed.TFramedTransport
@@ -101,7 +104,8 @@ class DeadlineSocket(_TSocket):  # type: ignore[misc]  # an untyped base
 
 
 class BoundedFramedTransport(_TFramedTransport):  # type: ignore[misc]  # an untyped base
-    """Thrift's framed transport, refusing frames over :data:`MAX_FRAME_BYTES` before reading them."""
+    """Thrift's framed transport, refusing frames over :data:`MAX_FRAME_BYTES` before reading them,
+    and frames whose structure would keep the decoder busy (:func:`wire.check_reply_frame`)."""
 
     def read_frame(self) -> None:
         (size,) = struct.unpack("!i", self._read_exactly(4))
@@ -109,7 +113,9 @@ class BoundedFramedTransport(_TFramedTransport):  # type: ignore[misc]  # an unt
             raise FrameTooLargeError(
                 f"answer frame of {size:,} bytes is over the {MAX_FRAME_BYTES:,}-byte limit"
             )
-        self._rbuf = io.BytesIO(self._read_exactly(size))
+        payload = self._read_exactly(size)
+        check_reply_frame(payload)
+        self._rbuf = io.BytesIO(payload)
 
     def _read_exactly(self, size: int) -> bytes:
         chunks, left = [], size
@@ -180,6 +186,19 @@ class NimbusClient:
                 failures.append(str(err))
         raise NimbusUnavailableError("; ".join(failures))
 
+    def _read(self, decoder: Callable[[Any], T], method: str, *args: Any) -> T:
+        """A read's answer through ``decoder``. Thrift checks only the wire format: an answer whose
+        fields are missing or out of shape (a garbled or hostile server; required fields too) is a
+        bad response, :class:`NimbusUnavailableError`, not a crash of the caller."""
+        raw = self._call(method, *args)
+        try:
+            return decoder(raw)
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, ArithmeticError) as err:
+            where = f"Nimbus {self._seed_list()} {method}"
+            raise NimbusUnavailableError(
+                f"{where}: bad response from Nimbus: {type(err).__name__}: {err}"
+            ) from None
+
     def _call_leader(self, method: str, *args: Any) -> Any:
         """Call the leader Nimbus (state changes)."""
         leader = self.cluster_summary().leader
@@ -197,11 +216,11 @@ class NimbusClient:
 
     def cluster_summary(self) -> ClusterSummary:
         """Nimbus daemons (with the leader), topologies, supervisor slots."""
-        return decode.cluster_summary(self._call("getClusterInfo"))
+        return self._read(decode.cluster_summary, "getClusterInfo")
 
     def topologies(self) -> tuple[TopologySummary, ...]:
         """Every topology Nimbus knows."""
-        return tuple(decode.topology_summary(t) for t in self._call("getTopologySummaries"))
+        return self._read(lambda raw: tuple(decode.topology_summary(t) for t in raw), "getTopologySummaries")
 
     def topology(self, name: str) -> TopologySummary | None:
         """The topology called ``name``, if any."""
@@ -210,15 +229,16 @@ class NimbusClient:
     def topology_info(self, name: str) -> TopologyInfo:
         """Executors of topology ``name`` with their stats (every window), errors left out."""
         options = NIMBUS.GetInfoOptions(num_err_choice=NIMBUS.NumErrorsChoice.NONE)
-        return decode.topology_info(self._call("getTopologyInfoByNameWithOpts", name, options))
+        return self._read(decode.topology_info, "getTopologyInfoByNameWithOpts", name, options)
 
     def topology_page(self, topology_id: str, window: str = ALL_TIME) -> TopologyPage:
         """The UI's topology page over ``window`` (user components), by topology id."""
-        return decode.topology_page(self._call("getTopologyPageInfo", topology_id, window, False), window)
+        page = functools.partial(decode.topology_page, window=window)
+        return self._read(page, "getTopologyPageInfo", topology_id, window, False)
 
     def structure(self, topology_id: str) -> TopologyStructure:
         """The submitted graph of a topology, by topology id."""
-        return decode.topology_structure(self._call("getUserTopology", topology_id))
+        return self._read(decode.topology_structure, "getUserTopology", topology_id)
 
     def rebalance(self, name: str, request: RebalanceRequest, validate: bool = True) -> None:
         """Ask the leader to rebalance topology ``name``.

@@ -21,6 +21,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from stormscale.samples import KEY, Sample
+from stormscale.storm.errors import one_line
 from stormscale.storm.exporter import names as n
 from stormscale.storm.samples.cpu import Pod, PodCpu
 from stormscale.storm.samples.queries import QUERIES, SeriesQuery, cpu_limit_query, cpu_usage_query, escape
@@ -29,6 +30,9 @@ T = TypeVar("T")
 
 MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
 _STATUS = re.compile(r"HTTP Status Code (\d{3})")
+#: What parsing an answer raises when a 200 is not Prometheus's JSON (a field missing or of another
+#: shape, labels that are not an object, a timestamp of 1e400 or NaN).
+MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError)
 #: Answers that mean "not now" rather than "never": overload, rate limits, gateways, restarts.
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -140,14 +144,16 @@ class SampleReader:
         try:
             return call()
         except requests.RequestException as err:
-            raise PrometheusUnavailableError(f"Prometheus {self.url}: {type(err).__name__}: {err}") from None
+            raise PrometheusUnavailableError(
+                one_line(f"Prometheus {self.url}: {type(err).__name__}: {err}")
+            ) from None
         except PrometheusApiClientException as err:
             code = status_code(err)
             kind = PrometheusUnavailableError if code is None or code in RETRYABLE_STATUS else PrometheusError
             raise kind(f"Prometheus {self.url} answered {code or '?'} to {promql!r}") from None
-        except (KeyError, IndexError, TypeError, ValueError) as err:  # a 200 that is not Prometheus's JSON
+        except MALFORMED as err:  # a 200 that is not Prometheus's JSON
             message = f"Prometheus {self.url}: malformed answer to {promql!r} ({type(err).__name__}: {err})"
-            raise PrometheusUnavailableError(message) from None
+            raise PrometheusUnavailableError(one_line(message)) from None
 
     def _range(self, promql: str, window: Window) -> list[Mapping[str, Any]]:
         start = datetime.fromtimestamp(window.start, UTC)
