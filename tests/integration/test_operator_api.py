@@ -169,6 +169,7 @@ REFUSALS = [
     ({"strategy": "Random"}, 'Unsupported value: "Random"'),
     ({"congestionThreshold": 2}, "should be less than or equal to 1"),
     ({"cooldown": "five minutes"}, "spec.scaling.cooldown"),
+    ({"targetUtilization": 0}, "should be greater than 0"),
 ]
 
 
@@ -178,6 +179,24 @@ def test_the_api_server_refuses_invalid_specs(
 ) -> None:
     resource = json.loads(manifest(namespace))
     resource["spec"]["scaling"].update(scaling)
+    with pytest.raises(RuntimeError) as err:
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
+    assert message in str(err.value)
+
+
+DEMAND_REFUSALS = [
+    ({"name": "1", "demandQuery": "q", "kafka": {"topic": "t", "consumerGroup": "g"}}, "are exclusive"),
+    ({"name": "1", "kafka": {"topic": "a topic"}}, "spec.components[0].kafka.consumerGroup: Required"),
+    ({"name": "1", "kafka": {"topic": "a b", "consumerGroup": "g"}}, "spec.components[0].kafka.topic"),
+]
+
+
+@pytest.mark.parametrize(("component", "message"), DEMAND_REFUSALS, ids=[m for _, m in DEMAND_REFUSALS])
+def test_the_api_server_refuses_invalid_demand_sources(
+    control_plane: ControlPlane, namespace: str, component: dict[str, Any], message: str
+) -> None:
+    resource = json.loads(manifest(namespace))
+    resource["spec"]["components"] = [component]
     with pytest.raises(RuntimeError) as err:
         control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
     assert message in str(err.value)

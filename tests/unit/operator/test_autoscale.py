@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stormscale.operator.autoscale import congested, decide, needed_budget
+from stormscale.operator.ports import UnknownDemandError
 from stormscale.operator.status import AutoscalerState
 from stormscale.planner import FlowModel, Strategy, load_profile
 
@@ -82,3 +83,31 @@ def test_auto_mode_does_not_act_on_stale_metrics() -> None:
     outcome = run(w, policy(mode="Auto", budget=0, maxUnits=5))
     assert conditions(outcome)["Degraded"] == ("True", "StaleMetrics")
     assert w.journal == []
+
+
+def test_a_target_utilization_sizes_for_the_demand_over_it() -> None:
+    """Linear (spout 500/s; bolts 400, 250 and 900/s per unit): at ρ = 1 two units clear congestion;
+    at ρ = 0.5 Auto sizes for 1,000/s: 2 needs 3 units, 3 needs 4, 4 needs 2, so six more."""
+    w = world()
+    plain = run(w, policy(mode="Auto", budget=0, maxUnits=10))
+    assert plain.status["autoscaler"]["desiredBudget"] == 2
+    w = world()
+    headroom = run(w, policy(mode="Auto", budget=0, maxUnits=10, targetUtilization=0.5))
+    assert headroom.status["autoscaler"]["desiredBudget"] == 6
+    assert headroom.status["pending"]["units"] == {"1": 1, "2": 3, "3": 4, "4": 2}
+
+
+def test_manual_mode_ignores_the_target_utilization() -> None:
+    w = world()
+    outcome = run(w, policy(budget=2, targetUtilization=0.5))
+    assert outcome.status["pending"]["units"] == {"1": 1, "2": 2, "3": 2, "4": 1}
+
+
+@pytest.mark.parametrize("mode", ["Auto", "Manual"])
+def test_no_plan_on_a_throttled_spout_without_a_demand_signal(mode: str) -> None:
+    w = world()
+    w.profiler.fail = UnknownDemandError("spout 1 is throttled (3 at 100% of capacity), no demand signal")
+    outcome = run(w, policy(mode=mode, budget=2, maxUnits=5))
+    assert conditions(outcome)["Degraded"] == ("True", "DemandUnknown")
+    assert w.journal == []
+    assert "lastPlan" not in outcome.status or outcome.status["lastPlan"] is None

@@ -24,6 +24,7 @@ from stormscale.planner import load_profile
 from stormscale.samples import Sample
 from stormscale.storm.model import Executor
 from stormscale.storm.samples import Pod, PodCpu, Window, cpu_samples
+from stormscale.storm.samples.demand import Demand, DemandRows
 from stormscale.storm.samples.queries import cpu_limit_query, cpu_usage_query
 from stormscale.storm.samples.reader import pod_series
 from tests.synthetic import samples as synthetic
@@ -310,6 +311,9 @@ class FakeStormSamples:
 
     def newest(self, topology: str) -> float | None:
         return END_S
+
+    def demand(self, topology: str, component: str, source: Demand, window: Window) -> DemandRows:
+        raise AssertionError("no demand source is configured")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from stormscale.operator.ports import StaleMetricsError
 from stormscale.planner import FlowModel, Topology, load_profile, throughput
 from stormscale.samples import Sample
 from stormscale.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
+from stormscale.storm.samples.demand import Demand, DemandRows
 from stormscale.storm.samples.reader import Window
 from tests.synthetic import samples as synthetic
 
@@ -55,6 +56,9 @@ class FakeSamples:
 
     def newest(self, topology: str) -> float | None:
         return self.newest_s
+
+    def demand(self, topology: str, component: str, source: Demand, window: Window) -> DemandRows:
+        return DemandRows([])
 
 
 @dataclass(frozen=True)

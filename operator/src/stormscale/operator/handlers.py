@@ -104,6 +104,7 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
             policy.settle_s,
             workers=(KubePods(api), namespace, policy.spec.workers.deployment),
             pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
+            demand=policy.spec.demand(),
         ),
         status=status_store(),
         events=KopfEvents(body),

@@ -18,6 +18,7 @@ from stormscale.planner import FlowModel, Strategy
 from stormscale.samples import parse_duration
 from stormscale.samples.durations import PATTERN as DURATION
 from stormscale.storm.samples import MAX_POINTS
+from stormscale.storm.samples.demand import Demand, KafkaDemand, QueryDemand
 
 MIN_STEPS = 5  # a profile needs this many steady intervals (the aggregation's min_intervals)
 
@@ -109,6 +110,8 @@ class ScalingSpec(_Model):
     cooldown: str = Field(default="5m", pattern=DURATION)
     scale_in_delay: str = Field(default="15m", pattern=DURATION)
     congestion_threshold: float = Field(default=0.05, ge=0, le=1)
+    #: Auto sizes for the measured demand over this (0.8: 25 % headroom); 1 plans for the demand itself.
+    target_utilization: float = Field(default=1.0, gt=0, le=1)
 
     @model_validator(mode="after")
     def _bounds(self) -> ScalingSpec:
@@ -119,10 +122,32 @@ class ScalingSpec(_Model):
         return self
 
 
+class KafkaSourceSpec(_Model):
+    topic: str = Field(min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")
+    consumer_group: str = Field(min_length=1, max_length=255)
+
+
 class ComponentOverride(_Model):
     name: str = Field(min_length=1, max_length=253)
     capacity_per_unit: float | None = Field(default=None, gt=0)
     max_units: int | None = Field(default=None, ge=1)
+    #: A spout's demand: PromQL for the tuples/s offered to it, or the Kafka topic it reads.
+    demand_query: str | None = Field(default=None, min_length=1, max_length=4096)
+    kafka: KafkaSourceSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_demand(self) -> ComponentOverride:
+        if self.demand_query is not None and self.kafka is not None:
+            raise ValueError(f"components[{self.name}]: demandQuery and kafka are exclusive; set one")
+        return self
+
+    def demand(self) -> Demand | None:
+        """Where this spout's demand comes from, if the spec says."""
+        if self.demand_query is not None:
+            return QueryDemand(self.demand_query)
+        if self.kafka is not None:
+            return KafkaDemand(self.kafka.topic, self.kafka.consumer_group)
+        return None
 
 
 class StormTopologySpec(_Model):
@@ -141,6 +166,10 @@ class StormTopologySpec(_Model):
         if twice:
             raise ValueError(f"components: overrides {', '.join(map(repr, twice))} twice")
         return self
+
+    def demand(self) -> dict[str, Demand]:
+        """Spout id → its demand source, for the components whose spec names one."""
+        return {o.name: d for o in self.components if (d := o.demand()) is not None}
 
 
 class Policy(_Model):

@@ -31,6 +31,11 @@ class StaleMetricsError(UnavailableError):
     """The newest samples are older than the spec's ``metrics.maxAge``, or too few."""
 
 
+class UnknownDemandError(UnavailableError):
+    """A spout is throttled (a component downstream is saturated) and nothing outside Storm says what
+    it is offered: its emitted rate is the bottleneck's, so nothing can be sized on it."""
+
+
 @dataclass(frozen=True)
 class Workers:
     """The worker Deployment as reconcile needs it."""
@@ -68,7 +73,8 @@ class MeasuredProfile:
     topology: Topology
     throughput: float
     age_s: float
-    #: The profile document's ``confidence`` (sources per component, disagreements, notes).
+    #: The profile document's ``confidence`` (steadiness, window, notes) and, under ``components``,
+    #: each component's (where each number came from, spreads, disagreements).
     confidence: Mapping[str, Any] = field(default_factory=dict)
 
 

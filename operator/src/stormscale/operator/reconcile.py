@@ -25,6 +25,7 @@ from stormscale.operator.ports import (
     StaleMetricsError,
     StormTopologyState,
     UnavailableError,
+    UnknownDemandError,
     Workers,
 )
 from stormscale.operator.status import (
@@ -152,6 +153,11 @@ def planning_model(
     ``maxUnits`` = min(the profile's bound, the task count, the spec's override): a spout the profile
     fixes stays fixed. ``capacityPerUnit`` may be overridden too. The task count is kept as the
     component's ``tasks``: a bolt's capacity is ``P·T/⌈T/u⌉`` (executors share its input by task).
+
+    Auto mode plans for the demand over ``scaling.targetUtilization`` ρ: each spout offers
+    ``outputPerUnit / ρ``, so a plan that leaves nothing congested leaves every bolt at most ρ busy
+    under the measured demand (the headroom a load's next rise is met with). Its predicted Θ is the
+    throughput at that inflated demand.
     """
     ids = {c.id for c in measured.components}
     if ids != set(start):
@@ -164,6 +170,7 @@ def planning_model(
         raise UnknownOverrideError(
             f"spec.components: unknown component {', '.join(unknown)} (the topology has {known})"
         )
+    headroom = policy.spec.scaling.target_utilization if policy.mode is Mode.AUTO else 1.0
     comps = []
     for c in measured.components:
         o = overrides.get(c.id)
@@ -175,6 +182,7 @@ def planning_model(
         comps.append(
             dataclasses.replace(
                 c,
+                output_per_unit=c.output_per_unit / headroom if c.is_spout else c.output_per_unit,
                 units=units,
                 max_units=None if bound is None else max(bound, units),
                 min_units=min(units, 1) if c.max_units is None or not c.is_spout else min(units, c.min_units),
@@ -395,6 +403,8 @@ def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
     policy, st = seen.policy, seen.st
     try:
         measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
+    except UnknownDemandError as err:
+        return st.degraded(Reason.DEMAND_UNKNOWN, str(err))
     except StaleMetricsError as err:
         return st.degraded(Reason.STALE_METRICS, str(err))
     except UnavailableError as err:

@@ -39,6 +39,7 @@ class Reason(StrEnum):
     STALE_METRICS = "StaleMetrics"
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     METRICS_REFUSED = "MetricsRefused"
+    DEMAND_UNKNOWN = "DemandUnknown"
     INVALID_PROFILE = "InvalidProfile"
     PLANNING_FAILED = "PlanningFailed"
     APPLY_REFUSED = "ApplyRefused"
@@ -78,6 +79,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.TOPOLOGY_NOT_ACTIVE: RETRY_WAITING_S,
     Reason.STALE_METRICS: RETRY_WAITING_S,
     Reason.METRICS_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.DEMAND_UNKNOWN: RETRY_WAITING_S,
     Reason.INVALID_PROFILE: RETRY_WAITING_S,
     Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import floor
 from typing import Any, Protocol
 
@@ -37,19 +37,30 @@ from stormscale.aggregation import (
     profile_table,
 )
 from stormscale.operator.adapters.errors import mapped
-from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError
-from stormscale.planner import FlowModel, ProfileError, parse_profile, throughput
+from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError, UnknownDemandError
+from stormscale.planner import FlowModel, ProfileError, Topology, evaluate, parse_profile, throughput
 from stormscale.samples import Sample, table
 from stormscale.storm import NimbusClient
 from stormscale.storm.model import Executor, Kind, TopologyStructure
 from stormscale.storm.samples import Pod, PodCpu, SampleReader, Window, cpu_samples
+from stormscale.storm.samples.demand import Demand, DemandRows, with_demand
 from stormscale.storm.stats import tasks_per_component
 
 LOG = logging.getLogger("stormscale.operator")
+#: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
+#: back: their emitted rate is its pace, not their demand.
+SATURATED = 0.9
+#: Kafka's cross-check: the append rate against the spout's emitted rate plus the lag's growth; a
+#: larger relative difference is flagged (the topic has other writers' records the spout skips, a
+#: translator emits other than one tuple per record, or the exporter lags).
+DEMAND_DISAGREEMENT = 0.10
 
 
 class Samples(Protocol):
     def read(self, topology: str, window: Window) -> list[Sample]: ...
+
+    def demand(self, topology: str, component: str, source: Demand, window: Window) -> DemandRows:
+        """A spout's offered tuples from outside Storm (:mod:`stormscale.storm.samples.demand`)."""
 
     def newest(self, topology: str) -> float | None:
         """Unix time of the newest scraped sample of the topology (None: there is none)."""
@@ -164,6 +175,8 @@ class PrometheusProfiler:
     settle_s: float = 120.0
     clock: Callable[[], float] = time.time
     cpu: WorkerCpu | None = None
+    #: Spout id → where its demand comes from (the spec's ``demandQuery`` or ``kafka``).
+    demand: Mapping[str, Demand] = field(default_factory=dict)
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         now = self.clock()
@@ -177,7 +190,9 @@ class PrometheusProfiler:
         if self.cpu is not None:
             rows += self.cpu.rows(topology, window)
         structure = self.graphs.structure(topology)
+        rows, lag_growth = self._with_demand(topology, rows, structure, window)
         document, aggregates = self._aggregate(topology, rows, structure)
+        mark_demand(document, self.demand, lag_growth)
         if not document["confidence"]["steady"]:
             unstable = ", ".join(document["confidence"]["unstable"])
             message = f"rates of {unstable} are not steady over the window; not planning on them"
@@ -190,10 +205,32 @@ class PrometheusProfiler:
             idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
             message = f"the measured profile carries no flow (spouts without output: {idle or 'none'})"
             raise StaleMetricsError(message)
+        check_demand_known(model, document)
         newest = mapped(lambda: self.samples.newest(topology))
         age = window_s if newest is None else max(0.0, now - newest)
-        confidence = document["confidence"]
+        confidence = {
+            **document["confidence"],
+            "components": {e["id"]: e["confidence"] for e in document["components"]},
+        }
         return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence)
+
+    def _with_demand(
+        self, topology: str, rows: list[Sample], structure: Structure, window: Window
+    ) -> tuple[list[Sample], dict[str, float | None]]:
+        """``rows`` with each demand source's ``offered_total`` rows in place of the spout's own; and
+        the Kafka sources' lag growth by spout."""
+        kinds = {c.id: c.kind for c in structure.components}
+        lag_growth: dict[str, float | None] = {}
+        for spout, source in sorted(self.demand.items()):
+            if kinds.get(spout) != "spout":
+                what = "a bolt" if spout in kinds else "not a component of the topology"
+                raise RefusedError(f"components[{spout}]: {source.describe()} names {spout!r}, {what}")
+            found = mapped(lambda: self.samples.demand(topology, spout, source, window))  # noqa: B023
+            if not found.rows:
+                raise StaleMetricsError(f"spout {spout}: no samples of its {source.describe()} in the window")
+            rows = with_demand(rows, spout, found)
+            lag_growth[spout] = found.lag_growth
+        return rows, lag_growth
 
     def _aggregate(
         self, topology: str, rows: list[Sample], structure: Structure
@@ -206,6 +243,69 @@ class PrometheusProfiler:
         return document, aggregates
 
 
+def mark_demand(
+    document: dict[str, Any], sources: Mapping[str, Demand], lag_growth: Mapping[str, float | None]
+) -> None:
+    """Name each spout's demand source in its ``confidence.outputPerUnit.source`` (``kafka``,
+    ``demand-query``; the aggregation wrote ``offered``) and, for Kafka, add the cross-check
+    ``demand {appendRate, emittedRate, lagGrowth, disagreement}``:
+
+        disagreement ⇔ |append − (emitted + dL/dt)| > DEMAND_DISAGREEMENT · append
+    """
+    for entry in document["components"]:
+        source = sources.get(entry["id"])
+        if source is None:
+            continue
+        confidence = entry["confidence"]
+        confidence["outputPerUnit"]["source"] = source.source
+        growth = lag_growth.get(entry["id"])
+        emitted = confidence.get("emittedRate")
+        if growth is None or emitted is None:
+            continue
+        append = entry["outputPerUnit"] * entry["units"] / confidence.get("fanout", 1.0)  # fan-out folded
+        disagrees = abs(append - (emitted + growth)) > DEMAND_DISAGREEMENT * max(append, 1e-9)
+        confidence["demand"] = {
+            "appendRate": append,
+            "emittedRate": emitted,
+            "lagGrowth": growth,
+            "disagreement": disagrees,
+        }
+        if disagrees:
+            document["confidence"].setdefault("notes", []).append(
+                f"{entry['id']}: {source.describe()} appends {append:.3g}/s, but the spout emits "
+                f"{emitted:.3g}/s and the lag grows {growth:.3g}/s"
+            )
+
+
+def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
+    """Bolts at or above :data:`SATURATED` of their capacity under the measured load, with their
+    utilization ``input / capacity`` (backpressure model, the measured units)."""
+    state = evaluate(model, model.units, FlowModel.BACKPRESSURE)
+    out = []
+    for component, flow in zip(model.components, state.components, strict=True):
+        if not component.is_spout and flow.capacity > 0 and flow.input >= SATURATED * flow.capacity:
+            out.append((component.id, flow.input / flow.capacity))
+    return out
+
+
+def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
+    """Raise :class:`UnknownDemandError` when a spout's output is its emitted rate (no demand signal)
+    while a bolt is saturated: the spout is throttled to the bottleneck's pace, and sizing on that
+    rate would find nothing congested."""
+    blind = [
+        e["id"]
+        for e in document["components"]
+        if e["kind"] == "spout" and e["confidence"]["outputPerUnit"].get("source") == "emitted"
+    ]
+    saturated = saturated_bolts(model) if blind else []
+    if saturated:
+        busy = ", ".join(f"{c} at {u:.0%}" for c, u in saturated)
+        raise UnknownDemandError(
+            f"spout {', '.join(blind)} is throttled ({busy} of capacity) and has no demand signal: "
+            "set spec.components[].demandQuery or .kafka"
+        )
+
+
 def prometheus_profiler(
     url: str,
     nimbus: NimbusClient,
@@ -214,6 +314,7 @@ def prometheus_profiler(
     workers: tuple[Pods, str, str] | None = None,
     *,
     pod_overhead_cores: float = 0.0,
+    demand: Mapping[str, Demand] | None = None,
 ) -> PrometheusProfiler:
     """The production wiring: the sample reader on ``url`` and Nimbus for the graph; with
     ``workers`` (the API server's pods, the namespace and the worker Deployment), busy time from the
@@ -224,4 +325,4 @@ def prometheus_profiler(
         if workers is None
         else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader, pod_overhead_cores)
     )
-    return PrometheusProfiler(reader, graphs, step_s, settle_s, cpu=cpu)
+    return PrometheusProfiler(reader, graphs, step_s, settle_s, cpu=cpu, demand=dict(demand or {}))

@@ -24,6 +24,15 @@ from stormscale.samples import KEY, Sample
 from stormscale.storm.errors import one_line
 from stormscale.storm.exporter import names as n
 from stormscale.storm.samples.cpu import Pod, PodCpu
+from stormscale.storm.samples.demand import (
+    Demand,
+    DemandRows,
+    KafkaDemand,
+    offered_rows,
+    running_integral,
+    slope_per_s,
+    summed_points,
+)
 from stormscale.storm.samples.queries import QUERIES, SeriesQuery, cpu_limit_query, cpu_usage_query, escape
 
 T = TypeVar("T")
@@ -192,6 +201,20 @@ class SampleReader:
             for name, points in usage.items():
                 out[name] = PodCpu(points, limits.get(name, {}))
         return out
+
+    def demand(self, topology: str, component: str, source: Demand, window: Window) -> DemandRows:
+        """The spout ``component``'s offered tuples as ``offered_total`` rows over ``window``, from a
+        Kafka topic or a demand query (:mod:`~stormscale.storm.samples.demand`); no rows when the
+        source has no samples there."""
+        if isinstance(source, KafkaDemand):
+            offered_q, lag_q = source.offered_query(), source.lag_query()
+            offered_r, lag_r = self._range(offered_q, window), self._range(lag_q, window)
+            counter = self._call(offered_q, lambda: summed_points(offered_r))
+            lag = self._call(lag_q, lambda: summed_points(lag_r))
+            return DemandRows(offered_rows(topology, component, counter), slope_per_s(lag))
+        rates_r = self._range(source.promql, window)
+        rates = self._call(source.promql, lambda: summed_points(rates_r))
+        return DemandRows(offered_rows(topology, component, running_integral(rates, window.step_s)))
 
     def read(self, topology: str, window: Window) -> list[Sample]:
         """Every sample of ``topology`` in ``window``, sorted, unique on the schema's key."""
