@@ -12,8 +12,9 @@ Segments are joined by commas; durations take ``s`` (default), ``m`` or ``h``. T
 at every moment, as many records as the schedule's integral says are due by then
 (:meth:`Schedule.due`), so the count follows the schedule whatever its pauses or bursts. Keys are
 consecutive integers as decimal strings (``"0"``, ``"1"``, ...; from ``first_key``), so a sink that
-records keys shows which records arrived. The producer is idempotent with ``acks=all``: a retried
-send is never written twice, so the topic's offsets add up to :attr:`LoadGenerator.produced`.
+records keys shows which records arrived; values are ``record-<key>``. The producer is idempotent
+with ``acks=all``: a retried send is never written twice, so the topic's offsets add up to
+:attr:`LoadGenerator.produced`.
 
 It runs in a background thread (``start()`` / ``stop()``, ``produced``, ``rate_now``) or in the
 foreground with progress lines::
@@ -39,6 +40,8 @@ HELP_LINE = "Produce records to a Kafka topic at a rate that follows a schedule.
 FLUSH_TIMEOUT_S = 30.0
 TICK_S = 0.005
 PROGRESS_S = 5.0
+#: a record's value: this and its key, so that a consumer that emits values where keys are meant shows
+VALUE = b"record-"
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 _SEGMENT = re.compile(
     r"^(?:ramp:(?P<start>[0-9.]+)->(?P<end>[0-9.]+)|(?P<rate>[0-9.]+))@(?P<length>[0-9.]+)(?P<unit>[smh]?)$"
@@ -247,7 +250,7 @@ class LoadGenerator:
             key = str(self.first_key + self.sent).encode()
             while True:
                 try:
-                    producer.produce(self.topic, key=key, value=key, on_delivery=self._delivered)
+                    producer.produce(self.topic, key=key, value=VALUE + key, on_delivery=self._delivered)
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.1)
