@@ -117,3 +117,18 @@ bench-aggregation: venv
 ## helm-bin: build helm from Go modules into .cache/bin (only when missing)
 helm-bin:
 	$(PYTHON) -m tests.harness.kubernetes.helm
+
+# The Kafka part of the test bed (tests/harness/kafka/; pom in tests/harness/assets/kafka/).
+.PHONY: kafka-home kafka-up kafka-down
+
+## kafka-home: assemble Kafka 3.9 (broker, KRaft controller, StorageTool) from Maven Central into .cache/kafka-<version>/ (only when missing)
+kafka-home:
+	$(PYTHON) -m tests.harness.kafka.home
+
+## kafka-up: format and start one KRaft broker + controller on 127.0.0.1 in the background (state under .run/kafka); prints its bootstrap address
+kafka-up: venv kafka-home
+	$(BIN)/python -m tests.harness.kafka.broker up
+
+## kafka-down: stop what kafka-up started
+kafka-down: venv
+	$(BIN)/python -m tests.harness.kafka.broker down

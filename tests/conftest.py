@@ -13,6 +13,7 @@ pytest_plugins: list[str] = [
     "tests.harness.kubernetes.fixtures",
     "tests.harness.storm.fixtures",
     "tests.harness.prometheus.fixtures",
+    "tests.harness.kafka.fixtures",
 ]
 
 

@@ -10,8 +10,9 @@ from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import FlowModel, load_profile
 from tests.harness.bed.measure import Measured, Sighting
-from tests.harness.bed.scenarios import CONGESTED_LINEAR, JVM_DIAMOND, JVM_LINEAR
-from tests.harness.bed.stack import storm_topology, worker_deployment
+from tests.harness.bed.scenarios import CONGESTED_LINEAR, JVM_DIAMOND, JVM_KAFKA_LINEAR, JVM_LINEAR, SCENARIOS
+from tests.harness.bed.stack import kafka_properties, storm_topology, worker_deployment
+from tests.harness.storm.topology import flux_file, topology_properties
 from tests.harness.tools.accuracy import Report, Step, fitted, fitted_components, predictions
 
 LINEAR = load_profile(Path(__file__).parents[2] / "examples" / "profiles" / "thesis-linear.json")
@@ -38,6 +39,34 @@ def test_jvm_scenarios_split_every_bolts_input_evenly_at_one_to_four_units() -> 
         assert isinstance(tasks, int), scenario.name
         assert all(tasks % units == 0 for units in (1, 2, 3, 4)), scenario.name
         assert scenario.storm_conf["topology.disable.loadaware.messaging"] is True, scenario.name
+
+
+def test_the_kafka_scenario_is_the_jvm_linear_one_with_a_kafka_spout_held_at_one_unit() -> None:
+    scenario = JVM_KAFKA_LINEAR
+    assert (scenario.source, scenario.topic, scenario.partitions) == ("kafka", "e2e-jvm-kafka-linear", 4)
+    assert (scenario.shape, scenario.language) == ("kafka-linear", "jvm")
+    assert scenario.storm_conf == JVM_LINEAR.storm_conf
+    assert scenario.overrides == ({"name": "1", "maxUnits": 1},)
+    assert scenario.properties["max.tasks"] == 12
+    for key in ("c2.cost_us", "c3.cost_us", "c4.cost_us", "c1.tasks"):
+        assert scenario.properties[key] == JVM_LINEAR.properties[key], key
+    assert not any(k in scenario.properties for k in ("c1.rate", "c1.batch")), "the rate is the load's"
+    flux_file(scenario.shape, scenario.language)  # a shape submit() knows
+    props = kafka_properties(scenario, "127.0.0.1:9092", Path("/seen"))
+    assert props == {
+        "kafka.bootstrap": "127.0.0.1:9092",
+        "kafka.topic": "e2e-jvm-kafka-linear",
+        "kafka.group": "e2e-jvm-kafka-linear",
+        "seen.dir": "/seen",
+    }
+    assert set(props) <= set(topology_properties(scenario.shape, language="jvm")), "placeholders"
+
+
+def test_the_other_scenarios_keep_their_own_spout() -> None:
+    for scenario in SCENARIOS.values():
+        assert scenario.source == "rate", scenario.name
+        with pytest.raises(ValueError, match="no Kafka source"):
+            kafka_properties(scenario, "127.0.0.1:9092", Path("/seen"))
 
 
 def test_worker_pods_carry_the_unit_as_their_cpu_limit_and_the_pod_runner_label() -> None:

@@ -67,3 +67,48 @@ def test_jar_digest_follows_sources_and_storm_version(tmp_path: Path) -> None:
     source.write_text(source.read_text() + "\n")
     assert jvm.sources_digest(root) != before
     assert jvm.source_files(root)[0].name == "pom.xml"
+
+
+def test_kafka_linear_is_the_jvm_linear_shape_with_storms_kafka_spout() -> None:
+    """Same bolts, streams and parameters as jvm/linear.yaml; "1" is Storm's KafkaSpout, built from a
+    KafkaSpoutConfig whose translator emits the field our bolts read; the sink records its keys."""
+    kafka, linear = loaded(flux_file("kafka-linear", "jvm")), loaded(flux_file("linear", "jvm"))
+    assert kafka["streams"] == linear["streams"]
+    (spout,) = kafka["spouts"]
+    assert (spout["id"], spout["className"]) == ("1", "org.apache.storm.kafka.spout.KafkaSpout")
+    components = {c["id"]: c for c in kafka["components"]}
+    assert spout["constructorArgs"] == [{"ref": "spoutConfig"}]
+    builder = components[components["spoutConfig"]["constructorArgs"][0]["ref"]]
+    assert (builder["className"], builder["factory"]) == (
+        "org.apache.storm.kafka.spout.KafkaSpoutConfig",
+        "builder",
+    )
+    methods = {m["name"]: m["args"] for m in builder["configMethods"]}
+    assert methods["setProp"][0] == "group.id"
+    assert (
+        components[methods["setRecordTranslator"][0]["ref"]]["className"]
+        == "io.stormscale.testbed.KeyTranslator"
+    )
+    assert "setProcessingGuarantee" not in methods, "at-least-once is the default: keep it"
+    for ours, theirs in zip(kafka["bolts"], linear["bolts"], strict=True):
+        extra = ["--seen-dir"] if ours["id"] == "4" else []
+        assert options(ours) == [*options(theirs), *extra]
+        assert (ours["id"], ours["className"]) == (theirs["id"], theirs["className"])
+        assert (ours["parallelism"], ours["numTasks"]) == (theirs["parallelism"], theirs["numTasks"])
+    props = topology_properties("kafka-linear", language="jvm")
+    assert placeholders(flux_file("kafka-linear", "jvm")) <= set(props)
+    assert props["topology.name"] == "kafka-linear-jvm"
+    assert props["seen.dir"] == "", "the sink records nothing unless asked"
+    assert int(props["topology.ackers"]) >= 1, "at-least-once needs an acker"
+
+
+def test_kafka_linear_has_no_multilang_twin() -> None:
+    with pytest.raises(ValueError, match="JVM components only"):
+        flux_file("kafka-linear")
+    with pytest.raises(ValueError, match="JVM components only"):
+        topology_properties("kafka-linear")
+
+
+def test_jar_digest_covers_the_kafka_sources() -> None:
+    names = {p.name for p in jvm.source_files()}
+    assert {"KeyTranslator.java", "CpuBolt.java", "pom.xml"} <= names

@@ -132,6 +132,23 @@ JVM_SCALING = dataclasses.replace(
     overrides=tuple({"name": c, "maxUnits": 1} for c in ("1", "2", "4")),
 )
 
+#: :data:`JVM_LINEAR` with a real source: spout "1" is Storm's KafkaSpout (at-least-once, offsets
+#: committed to Kafka) reading a topic of 4 partitions from the stack's broker, as the group
+#: ``e2e-jvm-kafka-linear``; "2".."4" are the same JVM CpuBolts at the same costs, 12 tasks each, and the
+#: sink records every key it acks (:meth:`Stack.seen_keys`). The offered rate is no topology property:
+#: it is what :meth:`Stack.load` produces (48/s congests it as the RateSpout's 48/s does). The spout
+#: stays at one unit (one executor, one task: one consumer reads every partition); Storm settings are
+#: :data:`JVM_CONF`'s (its ackers serve the KafkaSpout's at-least-once tracking too).
+JVM_KAFKA_LINEAR = dataclasses.replace(
+    JVM_LINEAR,
+    shape="kafka-linear",
+    name="e2e-jvm-kafka-linear",
+    properties={k: v for k, v in JVM_PROPERTIES.items() if not k.startswith("c1.") or k == "c1.tasks"},
+    source="kafka",
+    topic="e2e-jvm-kafka-linear",
+    partitions=4,
+)
+
 #: By name, for the accuracy report's ``--scenario``.
 SCENARIOS = {
     "multilang-linear": CONGESTED_LINEAR,

@@ -9,6 +9,13 @@ the CRD and one namespace. On top of it, :meth:`Stack.deploy` starts a benchmark
 worker pods and :meth:`Stack.start_operator` runs the operator as its own process (``kopf run``),
 exactly as a user would run it outside a cluster. Everything stops, in reverse order, when the
 stack does.
+
+With ``kafka=True`` (or at the first deploy of a scenario whose ``source`` is ``"kafka"``) it also
+starts, after Prometheus and in the daemons' cgroup like every daemon, a Kafka broker (KRaft, one
+node) and the offsets exporter that Prometheus scrapes as job ``kafka``. Deploying such a scenario
+creates its topic and hands the topology the bootstrap address, topic, consumer group (the
+scenario's name) and the folder where its sink records every key; :meth:`Stack.load` produces to the
+topic on a schedule and :meth:`Stack.seen_keys` reads what the sink saw.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +35,10 @@ from kubernetes import client, config
 
 from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
+from tests.harness.kafka.broker import KafkaBroker
+from tests.harness.kafka.exporter import running_offsets_exporter
+from tests.harness.kafka.load import LoadGenerator, Schedule
+from tests.harness.kafka.seen import SeenReport, compare, read_seen
 from tests.harness.kubernetes import binaries, cadvisor
 from tests.harness.kubernetes.cgroups import CpuCgroup, daemons_group
 from tests.harness.kubernetes.control_plane import ControlPlane
@@ -72,10 +84,21 @@ class Scenario:
     step: str = "10s"
     settle: str = "60s"
     max_age: str = "1m"
+    #: Where spout "1" gets its tuples: ``rate`` (its own offered rate, a topology property) or
+    #: ``kafka`` (Storm's KafkaSpout on ``topic`` of the stack's broker, ``partitions`` partitions;
+    #: the rate is what :meth:`Stack.load` produces).
+    source: str = "rate"
+    topic: str = ""
+    partitions: int = 1
 
     @property
     def deployment(self) -> str:
         return f"{self.name}-workers"
+
+    @property
+    def group(self) -> str:
+        """The KafkaSpout's consumer group (a Kafka source): the scenario's name."""
+        return self.name
 
     @property
     def settle_s(self) -> float:
@@ -136,6 +159,19 @@ def storm_topology(
     }
 
 
+def kafka_properties(scenario: Scenario, bootstrap: str, seen_dir: Path) -> dict[str, object]:
+    """The topology properties of a Kafka source: where to read, as which group, where the sink
+    records its keys (placeholders of ``topologies/jvm/kafka-linear.yaml``)."""
+    if scenario.source != "kafka" or not scenario.topic:
+        raise ValueError(f"scenario {scenario.name} has no Kafka source (source={scenario.source!r})")
+    return {
+        "kafka.bootstrap": bootstrap,
+        "kafka.topic": scenario.topic,
+        "kafka.group": scenario.group,
+        "seen.dir": str(seen_dir),
+    }
+
+
 def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
     """Poll ``check()`` until it is truthy; :class:`DaemonError` naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -151,10 +187,13 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: flo
 class Stack:
     """The test bed; use as a context manager (``with Stack(run_dir) as stack: ...``)."""
 
-    def __init__(self, run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print) -> None:
+    def __init__(
+        self, run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print, *, kafka: bool = False
+    ) -> None:
         self.run_dir = run_dir
         self.namespace = namespace
         self.log = log
+        self.want_kafka = kafka
         self._exit = contextlib.ExitStack()
         self.plane: ControlPlane
         self.api: client.ApiClient
@@ -162,6 +201,12 @@ class Stack:
         self.prometheus: Prometheus
         self.pods: PodRunner
         self.exporter_url = ""
+        #: the Kafka broker and its offsets exporter, once started (``kafka=True`` or a Kafka scenario)
+        self.kafka: KafkaBroker | None = None
+        self.kafka_exporter_url = ""
+        #: topic → the next key a load generator sends (keys run on over every load of a topic)
+        self._next_key: dict[str, int] = {}
+        self._scraping = False
         #: scenario name → its worker pods' overhead as measured by :meth:`measure_pod_overhead`.
         self.pod_overhead: dict[str, str] = {}
 
@@ -195,6 +240,8 @@ class Stack:
         self._step("Prometheus")
         self.prometheus = Prometheus(self.run_dir / "prometheus").start()
         self._exit.callback(self.prometheus.stop)
+        if self.want_kafka:
+            self.ensure_kafka()
         self._step("Stormscale exporter")
         self._start_exporter()
         self._step("pod runner: worker Deployment replicas become Supervisors in cgroups")
@@ -224,14 +271,73 @@ class Stack:
         self.exporter_url = self._exit.enter_context(running_exporter(self.storm.endpoints, log))
 
     def _scrape(self) -> None:
-        """Prometheus scrapes the exporter and, as it would a kubelet, the pod runner's cAdvisor."""
+        """Prometheus scrapes the exporter, as it would a kubelet the pod runner's cAdvisor, and
+        the Kafka offsets exporter (job ``kafka``) when Kafka runs."""
         port = self.exporter_url.rsplit(":", 1)[1]
-        self.prometheus.set_jobs(
-            [
-                StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"]),
-                StaticJob("kubelet", [self.pods.cadvisor_target], cadvisor.PATH),
-            ]
+        jobs = [
+            StaticJob("stormscale-exporter", [f"127.0.0.1:{port}"]),
+            StaticJob("kubelet", [self.pods.cadvisor_target], cadvisor.PATH),
+        ]
+        if self.kafka_exporter_url:
+            jobs.append(StaticJob("kafka", [self.kafka_exporter_url.removeprefix("http://")]))
+        self.prometheus.set_jobs(jobs)
+        self._scraping = True
+
+    # --- Kafka ----------------------------------------------------------------------------------------
+
+    def ensure_kafka(self) -> KafkaBroker:
+        """The broker, started (with its offsets exporter, scraped as job ``kafka``) if it is not yet."""
+        if self.kafka is not None:
+            return self.kafka
+        started = self._step("Kafka broker (KRaft, one node) and its offsets exporter")
+        folder = self.run_dir / "kafka"
+        self.kafka = self._exit.enter_context(KafkaBroker(folder))
+        self.kafka_exporter_url = self._exit.enter_context(
+            running_offsets_exporter(self.kafka.bootstrap, folder / "exporter.log")
         )
+        self.log(f"[stack] Kafka {self.kafka.bootstrap} in {time.monotonic() - started:.1f} s")
+        if self._scraping:  # started after the rest (at a deploy): add its job now
+            self._scrape()
+        return self.kafka
+
+    def seen_dir(self, scenario: Scenario) -> Path:
+        """Where ``scenario``'s sink records the keys it acks (``seen-<task>.txt``)."""
+        return self.run_dir / "seen" / scenario.name
+
+    def _prepare_kafka(self, scenario: Scenario) -> dict[str, object]:
+        """The broker (started if need be), the scenario's topic, an empty seen folder; the topology
+        properties that point the KafkaSpout and the sink at them."""
+        broker = self.ensure_kafka()
+        self._step(f"topic {scenario.topic} ({scenario.partitions} partitions)")
+        broker.create_topic(scenario.topic, scenario.partitions)
+        seen = self.seen_dir(scenario)
+        shutil.rmtree(seen, ignore_errors=True)
+        seen.mkdir(parents=True)
+        return kafka_properties(scenario, broker.bootstrap, seen)
+
+    def load(
+        self, scenario: Scenario, schedule: Schedule | str, *, first_key: int | None = None
+    ) -> LoadGenerator:
+        """Start producing ``schedule`` (a :class:`Schedule` or its text, e.g. ``"48@10m"``) to the
+        scenario's topic in a background thread; keys go on from the previous load of the topic unless
+        ``first_key`` says otherwise. ``.stop()`` ends it early (and waits for the last acknowledgement);
+        the stack stops it at exit."""
+        broker = self.ensure_kafka()
+        plan = Schedule.parse(schedule) if isinstance(schedule, str) else schedule
+        first = self._next_key.get(scenario.topic, 0) if first_key is None else first_key
+        self._step(f"load on {scenario.topic}: {plan} from key {first} ({plan.total} records)")
+        generator = LoadGenerator(broker.bootstrap, scenario.topic, plan, first_key=first, log=self.log)
+        self._next_key[scenario.topic] = first + plan.total
+        self._exit.callback(generator.stop)
+        return generator.start()
+
+    def seen_keys(self, scenario: Scenario) -> set[int]:
+        """The keys ``scenario``'s sink has recorded so far (every one it acked)."""
+        return set(read_seen(self.seen_dir(scenario)))
+
+    def seen_report(self, scenario: Scenario, produced: int) -> SeenReport:
+        """The sink's keys against ``0 .. produced-1``: missing, never produced, duplicates."""
+        return compare(read_seen(self.seen_dir(scenario)), produced)
 
     # --- the topology and its worker pods -------------------------------------------------------
 
@@ -252,6 +358,8 @@ class Stack:
         self._step(f"topology {scenario.name} ({scenario.shape}), one executor per component")
         props = {**scenario.properties, "topology.name": scenario.name, "topology.workers": replicas}
         props["metrics.sd.dir"] = str(self.prometheus.sd_dir)
+        if scenario.source == "kafka":
+            props.update(self._prepare_kafka(scenario))
         topology = submit(
             self.storm.endpoints, scenario.shape, props, conf=scenario.storm_conf, language=scenario.language
         )
@@ -372,6 +480,8 @@ class Stack:
 
 
 @contextlib.contextmanager
-def stack(run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print) -> Iterator[Stack]:
-    with Stack(run_dir, namespace, log) as s:
+def stack(
+    run_dir: Path, namespace: str = "stormscale-e2e", log: Log = print, *, kafka: bool = False
+) -> Iterator[Stack]:
+    with Stack(run_dir, namespace, log, kafka=kafka) as s:
         yield s

@@ -9,6 +9,8 @@ merged and handed to Flux with ``--filter``.
 ``language="jvm"`` submits the JVM twin of a shape instead: ``topologies/jvm/<shape>.yaml`` with the
 project's Java RateSpout and CpuBolt, whose jar Maven builds into ``.cache/`` (:mod:`.jvm`). It takes the
 same parameters (``<shape>.properties``, then ``jvm/<shape>.properties`` on top: the topology name).
+JVM-only shapes (``kafka-linear``: the linear shape with Storm's KafkaSpout as its source) have no
+multilang twin; their ``jvm/<shape>.properties`` holds every default.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from tests.harness.storm.jvm import ensure_topology_jar
 
 TOPOLOGY_DIR = ASSETS / "topologies"
 SHAPES = ("linear", "diamond", "topology10")
+#: Shapes with JVM components only (no multilang twin): ``language="jvm"``.
+JVM_ONLY_SHAPES = ("kafka-linear",)
 LANGUAGES = ("multilang", "jvm")
 SUBMIT_TIMEOUT_S = 180.0
 ACTIVE_TIMEOUT_S = 60.0
@@ -80,10 +84,12 @@ def build_topology_jar(storm_home: Path, out: Path) -> Path:
 
 def flux_file(shape: str, language: str = "multilang") -> Path:
     """The Flux YAML of ``shape`` in ``language`` (``multilang`` or ``jvm``)."""
-    if shape not in SHAPES:
-        raise ValueError(f"unknown topology shape {shape!r}; known: {SHAPES}")
     if language not in LANGUAGES:
         raise ValueError(f"unknown component language {language!r}; known: {LANGUAGES}")
+    if shape in JVM_ONLY_SHAPES and language != "jvm":
+        raise ValueError(f"topology shape {shape!r} has JVM components only (language='jvm')")
+    if shape not in SHAPES + JVM_ONLY_SHAPES:
+        raise ValueError(f"unknown topology shape {shape!r}; known: {SHAPES + JVM_ONLY_SHAPES}")
     folder = TOPOLOGY_DIR if language == "multilang" else TOPOLOGY_DIR / "jvm"
     return folder / f"{shape}.yaml"
 
@@ -94,7 +100,7 @@ def topology_properties(
     """The shape's defaults (the JVM's on top for ``language="jvm"``) with ``overrides`` applied (values
     as strings)."""
     flux_file(shape, language)  # checks both names
-    props = read_properties(TOPOLOGY_DIR / f"{shape}.properties")
+    props = {} if shape in JVM_ONLY_SHAPES else read_properties(TOPOLOGY_DIR / f"{shape}.properties")
     if language == "jvm":
         props.update(read_properties(TOPOLOGY_DIR / "jvm" / f"{shape}.properties"))
     for key, value in (overrides or {}).items():
