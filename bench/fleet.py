@@ -26,14 +26,14 @@ timer passes, and stops the operator.
 
 Measured, per phase, over the resources whose endpoints answer (the hanging ones are reported apart):
 
-* pass latency: each pass's duration from the operator's log line ``pass took X s``
+* pass latency: each pass's duration from the operator's log line ``<cause> pass took X s``
   (:func:`stormscale.operator.handlers.run_pass`: in the handler's thread, the resource's lock
   included, Kopf's wait for a free thread not included); p50 and p99 by nearest rank;
 * time to Ready: per resource, its Ready condition's ``lastTransitionTime`` − its
   ``creationTimestamp`` (whole seconds); *all Ready* is the slowest;
-* timer lateness: a Ready resource's timer runs every interval after its previous pass ended, so
-  between two passes' log lines ``gap = interval + wait + took`` and the wait for a free thread is
-  ``gap − interval − took``; its p99;
+* timer lateness: a Ready resource's timer runs an interval after its previous timer pass ended, so
+  between two timer passes' log lines ``gap = interval + wait + took`` and the wait for a free thread
+  is ``gap − interval − took``; its p99;
 * the operator process's peak RSS (``VmHWM`` in ``/proc/<pid>/status``) and CPU seconds.
 
 A resource is *starved* if it is not Ready when the phase gives up (``--timeout``). The machine is
@@ -85,7 +85,8 @@ POLL_S = 5.0
 READY_APPLIED = "Ready True Applied"
 _LINE = re.compile(
     r"^\[(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] .*?"
-    r"\[(?P<namespace>[^/\]\s]+)/(?P<name>[^\]\s]+)\] pass took (?P<took>\d+(?:\.\d+)?) s: (?P<end>.*)$"
+    r"\[(?P<namespace>[^/\]\s]+)/(?P<name>[^\]\s]+)\] (?P<cause>\w+) pass took (?P<took>\d+(?:\.\d+)?) s: "
+    r"(?P<end>.*)$"
 )
 _progress = print
 
@@ -153,12 +154,14 @@ def storm_topology_manifest(name: str, nimbus_port: int, prometheus: str, budget
 
 @dataclass(frozen=True)
 class Pass:
-    """One pass as the operator logged it: when it ended (Unix seconds), its duration, how it ended."""
+    """One pass as the operator logged it: when it ended (Unix seconds), its duration, how it ended,
+    and which handler ran it (``spec`` or ``timer``)."""
 
     name: str
     at: float
     took: float
     end: str
+    cause: str = "timer"
 
 
 def parse_passes(lines: Iterable[str], namespace: str) -> list[Pass]:
@@ -169,7 +172,7 @@ def parse_passes(lines: Iterable[str], namespace: str) -> list[Pass]:
         if match is None or match["namespace"] != namespace:
             continue
         at = datetime.strptime(match["at"], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        out.append(Pass(match["name"], at, float(match["took"]), match["end"]))
+        out.append(Pass(match["name"], at, float(match["took"]), match["end"], match["cause"]))
     return out
 
 
@@ -185,18 +188,19 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def timer_lateness(passes: Sequence[Pass], interval_s: float) -> list[float]:
-    """Per pair of consecutive passes of one Ready resource (both ended Ready/Applied, so the second
-    is a timer pass): the wait for a free thread,
+    """Per pair of consecutive timer passes of one resource where the first ended Ready/Applied (no
+    retry: Kopf then sleeps the interval from its end): the wait for a free thread,
 
         gap − interval − took₂,  never below 0 (log times are rounded to the ms).
     """
     by_name: dict[str, list[Pass]] = {}
     for p in sorted(passes, key=lambda p: p.at):
-        by_name.setdefault(p.name, []).append(p)
+        if p.cause == "timer":
+            by_name.setdefault(p.name, []).append(p)
     out = []
     for runs in by_name.values():
         for first, second in itertools.pairwise(runs):
-            if first.end == second.end == READY_APPLIED:
+            if first.end == READY_APPLIED:
                 out.append(max(0.0, second.at - first.at - interval_s - second.took))
     return out
 

@@ -143,7 +143,9 @@ def test_each_pass_logs_its_duration_and_how_it_ended(
     lines = [r.getMessage() for r in caplog.records if "pass took" in r.getMessage()]
     assert len(lines) == 2
     for line in lines:
-        match = re.fullmatch(r"\[streaming/linear\] pass took (\d+\.\d{3}) s: Ready (True|False) \w+", line)
+        match = re.fullmatch(
+            r"\[streaming/linear\] spec pass took (\d+\.\d{3}) s: Ready (True|False) \w+", line
+        )
         assert match is not None, line
         assert float(match.group(1)) >= 0.2
     took = sorted(float(re.findall(r"took (\S+) s", line)[0]) for line in lines)

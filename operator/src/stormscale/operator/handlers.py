@@ -175,14 +175,15 @@ def _lock_for(uid: str) -> threading.Lock:
         return _LOCKS.setdefault(uid, threading.Lock())
 
 
-def run_pass(body: kopf.Body) -> None:
+def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     """One reconcile pass on the resource as stored now.
 
     Every failure ends as a Degraded condition with a reason (and at most one Warning per change of
     reason); a pass that must be looked at again soon raises :class:`kopf.TemporaryError` with the
     delay its reason calls for, after its status is saved. Each pass logs one INFO line with its
-    duration (from the handler's thread, waiting for the resource's lock included) and how it ended,
-    ``[ns/name] pass took 0.123 s: Ready True Applied`` (bench/fleet.py reads them).
+    ``cause`` (the handler: ``spec`` or ``timer``), its duration (from the handler's thread, waiting for
+    the resource's lock included) and how it ended, ``[ns/name] timer pass took 0.123 s: Ready True
+    Applied`` (bench/fleet.py reads them).
     """
     meta = body.metadata
     started = time.monotonic()
@@ -196,7 +197,7 @@ def run_pass(body: kopf.Body) -> None:
         raise
     finally:
         took = time.monotonic() - started
-        LOG.info("[%s/%s] pass took %.3f s: %s", meta.namespace, meta.name, took, ended)
+        LOG.info("[%s/%s] %s pass took %.3f s: %s", meta.namespace, meta.name, cause, took, ended)
     if outcome is not None and outcome.waiting and outcome.retry_after is not None:
         raise kopf.TemporaryError(outcome.summary, delay=outcome.retry_after)
 
@@ -330,4 +331,4 @@ def on_spec(*, body: kopf.Body, **_: Any) -> None:
 @kopf.timer(GROUP, VERSION, PLURAL, interval=INTERVAL_S, initial_delay=INTERVAL_S)
 def on_timer(*, body: kopf.Body, **_: Any) -> None:
     """Level-based pass: finish pending applies, run Auto mode, recover once dependencies are back."""
-    run_pass(body)
+    run_pass(body, "timer")
