@@ -59,6 +59,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from bench import kopf_threads
 from bench.accuracy import heavy_lock
 from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
 from stormscale.planner import Topology, load_profile
@@ -301,7 +302,8 @@ def comparison(baseline: Phase, hanging: Phase) -> str:
         reasons[reason] = reasons.get(reason, 0) + 1
     return "\n".join(
         [
-            f"hanging / baseline: time to all Ready {ratio(hanging.all_ready_s, baseline.all_ready_s)}, "
+            f"{hanging.name} / {baseline.name}: "
+            f"time to all Ready {ratio(hanging.all_ready_s, baseline.all_ready_s)}, "
             f"pass p50 {ratio(percentile(ph_, 50), percentile(pb, 50))}, "
             f"pass p99 {ratio(percentile(ph_, 99), percentile(pb, 99))}; "
             f"timer lateness p99 {_seconds(lateness(hanging))} s against {_seconds(lateness(baseline))} s",
@@ -405,8 +407,11 @@ def proc_status(pid: int) -> tuple[float, float]:
     return hwm_kb / 1024, (int(fields[11]) + int(fields[12])) / ticks
 
 
-def start_operator(plane: ControlPlane, namespace: str, run_dir: Path, interval_s: float) -> Daemon:
-    """``kopf run`` of the operator's handlers, standalone, on ``namespace`` only (as tests/harness/bed)."""
+def start_operator(
+    plane: ControlPlane, namespace: str, run_dir: Path, interval_s: float, threads: int | None = None
+) -> Daemon:
+    """``kopf run`` of the operator's handlers, standalone, on ``namespace`` only (as tests/harness/bed);
+    with ``threads``, Kopf's thread pool of that size (:mod:`bench.kopf_threads`)."""
     port = free_port()
     argv = [sys.executable, "-m", "kopf", "run", "-m", "stormscale.operator.handlers", "--standalone"]
     argv += ["--namespace", namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
@@ -416,6 +421,9 @@ def start_operator(plane: ControlPlane, namespace: str, run_dir: Path, interval_
         "KUBECONFIG": str(plane.kubeconfig),
         "STORMSCALE_INTERVAL_SECONDS": f"{interval_s:g}",
     }
+    if threads is not None:
+        argv += ["-m", "bench.kopf_threads"]
+        env[kopf_threads.THREADS_ENV] = str(threads)
     operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
     healthz = f"http://127.0.0.1:{port}/healthz"
     operator.wait_ready(lambda: http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
@@ -431,8 +439,10 @@ def run_phase(
     members: Sequence[Member],
     args: argparse.Namespace,
     run_dir: Path,
+    threads: int | None = None,
 ) -> Phase:
-    """One phase in namespace ``fleet-<name>`` (see the module's docstring)."""
+    """One phase in namespace ``fleet-<name>`` (see the module's docstring); ``threads``: the what-if
+    of Kopf's thread pool at that size."""
     namespace = f"fleet-{name}"
     phase = Phase(name, list(members), args.interval)
     custom = client.CustomObjectsApi(api)
@@ -448,7 +458,7 @@ def run_phase(
     )
     for m in members:
         shared.nimbus.restart(m.name)  # every phase starts from the submitted executors
-    operator = start_operator(plane, namespace, run_dir, args.interval)
+    operator = start_operator(plane, namespace, run_dir, args.interval, threads)
     try:
         started = time.monotonic()
         _progress(f"[{name}] creating {len(members)} StormTopology objects ({len(phase.hanging)} hanging)")
@@ -537,10 +547,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--interval", type=float, default=30.0, help="STORMSCALE_INTERVAL_SECONDS")
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of timer passes after all Ready")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a phase waits for Ready")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="*",
+        default=[],
+        help="what-if: one more hanging phase per size of Kopf's thread pool (bench/kopf_threads.py)",
+    )
     args = parser.parse_args(argv)
     profile = load_profile(PROFILE)
-    names = ["baseline"] + (["hanging"] if args.hanging else [])
-    horizon = len(names) * (args.timeout + args.steady + 300)
+    plans: list[tuple[str, int, int | None]] = [("baseline", 0, None)]
+    if args.hanging:
+        plans.append(("hanging", args.hanging, None))
+        plans += [(f"hanging-{n}-threads", args.hanging, n) for n in args.threads]
+    horizon = len(plans) * (args.timeout + args.steady + 300)
     run_dir = new_run_dir("fleet-")
     _progress(f"fleet benchmark: logs in {run_dir}")
     with heavy_lock(), ControlPlane(run_dir, bin_dir=binaries.ensure_binaries()) as plane:
@@ -556,15 +576,16 @@ def main(argv: Sequence[str] | None = None) -> None:
                     plane=plane,
                     api=api,
                     shared=shared,
-                    members=fleet(args.resources, args.hanging if name == "hanging" else 0),
+                    members=fleet(args.resources, hanging),
                     args=args,
                     run_dir=run_dir,
+                    threads=threads,
                 )
-                for name in names
+                for name, hanging, threads in plans
             ]
     print("\n" + table(phases))
-    if len(phases) == 2:
-        print(comparison(*phases))
+    for other in phases[1:]:
+        print(f"\n{other.name}:\n{comparison(phases[0], other)}")
     for ph in phases:
         if ph.mismatched:
             print(f"[{ph.name}] Ready but not what Nimbus or the Deployment runs: {', '.join(ph.mismatched)}")
