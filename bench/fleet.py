@@ -324,19 +324,20 @@ def plot(phases: Sequence[Phase], out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for ph in phases:
-        series = [(f"{ph.name}", ph.latencies(ph.answering))]
+    for i, ph in enumerate(phases):
+        color = f"C{i}"
+        series = [(ph.name, ph.latencies(ph.answering), "-")]
         if ph.hanging:
-            series.append((f"{ph.name}: the hanging ones", ph.latencies(ph.hanging)))
-        for label, values in series:
+            series.append((f"{ph.name}: the hanging ones", ph.latencies(ph.hanging), "--"))
+        for label, values, style in series:
             if values:
                 xs = sorted(values)
-                left.step(xs, [(i + 1) / len(xs) for i in range(len(xs))], where="post", label=label)
+                fractions = [(k + 1) / len(xs) for k in range(len(xs))]
+                left.step(xs, fractions, style, where="post", color=color, label=label)
         ready = sorted(ph.ready_s.values())
         if ready:
-            right.step(
-                ready, [(i + 1) / len(ph.answering) for i in range(len(ready))], where="post", label=ph.name
-            )
+            fractions = [(k + 1) / len(ph.answering) for k in range(len(ready))]
+            right.step(ready, fractions, where="post", color=color, label=ph.name)
     left.set(xscale="log", xlabel="pass latency (s)", ylabel="fraction of passes", title="Pass latency")
     right.set(xlabel="seconds from creation", ylabel="fraction Ready/Applied", title="Time to Ready")
     for ax in (left, right):
