@@ -52,9 +52,9 @@ bench: venv
 bench-sizing: venv
 	$(BIN)/python -m bench.sizing
 
-## bench-fleet: one operator, 200 StormTopology objects on a real API server (fake Nimbus and Prometheus), then 10 of their endpoints hanging: pass latency, time to Ready, peak RSS (about 10 minutes): table on stdout, plot in bench/out/fleet.png
+## bench-fleet: one operator, 200 StormTopology objects on a real API server (fake Nimbus and Prometheus), then 10 of their endpoints hanging: pass latency, time to Ready, peak RSS (about 8 minutes; THREADS="32" adds a what-if phase per size of Kopf's thread pool): table on stdout, plot in bench/out/fleet.png
 bench-fleet: venv
-	$(BIN)/python -m bench.fleet
+	$(BIN)/python -m bench.fleet $(if $(THREADS),--threads $(THREADS))
 
 ## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 85 minutes): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus

@@ -1,9 +1,10 @@
 """Fleet benchmark: one operator, many StormTopology objects on the real API server (issue 17, item 5).
 
 Run: ``make bench-fleet`` (or ``.venv/bin/python -m bench.fleet [--resources 200] [--hanging 10]
-[--budget 2] [--interval 30] [--steady 60]``); about 10 minutes for the defaults. Prints a table and
-writes ``bench/out/fleet.png`` (pass latency and time to Ready, per phase). It holds the real-stack
-lock of ``make accuracy`` meanwhile.
+[--budget 2] [--interval 30] [--steady 60] [--threads 32 ...]``); about 8 minutes for the defaults, 4
+more per ``--threads`` size. Prints a table and writes ``bench/out/fleet.png`` (pass latency and time
+to Ready, per phase) and ``bench/out/fleet.json`` (every pass). It holds the real-stack lock of
+``make accuracy`` meanwhile.
 
 What runs: a real control plane (etcd, kube-apiserver, kube-controller-manager, tests/harness/kubernetes)
 with the CRD, and light fakes on loopback that answer like the real parts (tests/harness/fakes): one
@@ -16,7 +17,9 @@ process, with the default timer period (``STORMSCALE_INTERVAL_SECONDS``, 30 s).
 
 Two phases on one control plane, each in its own namespace with its own operator process:
 *baseline* (N resources, every endpoint answers), then *hanging* (N resources, H of them pointing at
-the hanging server, alternately for Nimbus and for Prometheus). Each phase creates N worker
+the hanging server, alternately for Nimbus and for Prometheus), then, per ``--threads`` size, the
+hanging phase again with Kopf's thread pool at that size (a what-if: :mod:`bench.kopf_threads`). Each
+phase creates N worker
 Deployments (created paused: the controller-manager then makes no ReplicaSet and no pod, as nothing
 would run them; the operator reads and scales their ``spec.replicas`` all the same), starts the
 operator, creates the N StormTopology objects at once (Manual mode, budget B; each topology a linear
@@ -237,7 +240,7 @@ class Phase:
     ready_s: dict[str, float] = field(default_factory=dict)
     passes: list[Pass] = field(default_factory=list)
     degraded: dict[str, str] = field(default_factory=dict)
-    peak_rss_mb: float = math.nan
+    peak_rss_mib: float = math.nan
     cpu_s: float = math.nan
     mismatched: list[str] = field(default_factory=list)
 
@@ -270,7 +273,7 @@ def table(phases: Sequence[Phase]) -> str:
     """The phases side by side (Markdown), then the hanging phase against the baseline."""
     lines = [
         "| phase | resources | hanging | Ready | time to all Ready (s) | passes | pass p50 (s) | "
-        "pass p99 (s) | timer lateness p99 (s) | peak RSS (MB) | CPU (s) |",
+        "pass p99 (s) | timer lateness p99 (s) | peak RSS (MiB) | CPU (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for ph in phases:
@@ -280,7 +283,7 @@ def table(phases: Sequence[Phase]) -> str:
             f"| {ph.name} | {len(ph.members)} | {len(ph.hanging)} | {len(ph.ready_s)}/{len(ph.answering)} "
             f"| {_seconds(ph.all_ready_s)} | {len(answering)} | {_seconds(percentile(answering, 50))} "
             f"| {_seconds(percentile(answering, 99))} | {_seconds(percentile(lateness, 99))} "
-            f"| {ph.peak_rss_mb:.0f} | {ph.cpu_s:.0f} |"
+            f"| {ph.peak_rss_mib:.0f} | {ph.cpu_s:.0f} |"
         )
     return "\n".join(lines)
 
@@ -400,7 +403,7 @@ def fakes(profile: Topology, resources: int, horizon_s: float) -> Iterator[Fakes
 
 
 def proc_status(pid: int) -> tuple[float, float]:
-    """A process's peak RSS (MB, ``VmHWM``) and CPU seconds (user + system) so far."""
+    """A process's peak RSS (MiB, ``VmHWM``) and CPU seconds (user + system) so far."""
     status = Path(f"/proc/{pid}/status").read_text()
     hwm_kb = float(re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE).group(1))  # type: ignore[union-attr]
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -477,7 +480,7 @@ def run_phase(
         )
         _progress(f"[{name}] {args.steady:g} s of timer passes")
         time.sleep(args.steady)
-        phase.peak_rss_mb, phase.cpu_s = proc_status(operator.pid)
+        phase.peak_rss_mib, phase.cpu_s = proc_status(operator.pid)
         _check(phase, plane, namespace, shared)
     finally:
         operator.stop()
@@ -524,6 +527,8 @@ def _check(phase: Phase, plane: ControlPlane, namespace: str, shared: Fakes) -> 
     items = json.loads(plane.kubectl("get", "stormtopologies", "-n", namespace, "-o", "json"))["items"]
     found = json.loads(plane.kubectl("get", "deployments", "-n", namespace, "-o", "json"))["items"]
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in found}
+    made = plane.kubectl("get", "replicasets,pods", "-n", namespace, "-o", "name").split()
+    _progress(f"[{phase.name}] {len(made)} ReplicaSets and pods (paused Deployments make none)")
     for item in items:
         name = item["metadata"]["name"]
         reason = degraded_reason(item)

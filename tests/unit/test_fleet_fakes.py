@@ -246,7 +246,7 @@ def test_the_table_the_comparison_and_the_plot_render(tmp_path: Path) -> None:
     a, b = bench.parse_passes(LOG.splitlines(), "f"), bench.Member("b", "nimbus")
     baseline = bench.Phase("baseline", [bench.Member("a")], 30.0, {"a": 20.0}, [a[0], a[1], a[3]])
     hanging = bench.Phase("hanging", [bench.Member("a"), b], 30.0, {"a": 40.0}, a, {"b": "NimbusUnavailable"})
-    baseline.peak_rss_mb = hanging.peak_rss_mb = baseline.cpu_s = hanging.cpu_s = 1.0
+    baseline.peak_rss_mib = hanging.peak_rss_mib = baseline.cpu_s = hanging.cpu_s = 1.0
     text = bench.table([baseline, hanging])
     assert "| baseline | 1 | 0 | 1/1 | 20.0 | 3 | 0.200 | 0.500 | 0.400 | 1 | 1 |" in text
     assert "| hanging | 2 | 1 | 1/1 | 40.0 | 3 | 0.200 | 0.500 | 0.400 | 1 | 1 |" in text
