@@ -294,8 +294,9 @@ def comparison(baseline: Phase, hanging: Phase) -> str:
     def ratio(a: float, b: float) -> str:
         return "–" if math.isnan(a) or math.isnan(b) or b == 0 else f"{a / b:.2f}×"
 
-    def lateness(ph: Phase) -> float:
-        return percentile(timer_lateness([p for p in ph.passes if p.name in ph.answering], ph.interval_s), 99)
+    def lateness(ph: Phase) -> str:
+        late = timer_lateness([p for p in ph.passes if p.name in ph.answering], ph.interval_s)
+        return f"{_seconds(percentile(late, 50))}/{_seconds(percentile(late, 99))} s"
 
     pb, ph_ = baseline.latencies(baseline.answering), hanging.latencies(hanging.answering)
     hung = hanging.latencies(hanging.hanging)
@@ -309,7 +310,7 @@ def comparison(baseline: Phase, hanging: Phase) -> str:
             f"time to all Ready {ratio(hanging.all_ready_s, baseline.all_ready_s)}, "
             f"pass p50 {ratio(percentile(ph_, 50), percentile(pb, 50))}, "
             f"pass p99 {ratio(percentile(ph_, 99), percentile(pb, 99))}; "
-            f"timer lateness p99 {_seconds(lateness(hanging))} s against {_seconds(lateness(baseline))} s",
+            f"timer lateness p50/p99 {lateness(hanging)} against {lateness(baseline)}",
             f"starved (never Ready): {', '.join(hanging.starved) or 'none'} of {len(hanging.answering)}",
             f"the {len(hanging.hanging)} hanging resources: {len(hung)} passes, p50 "
             f"{_seconds(percentile(hung, 50))} s, max {_seconds(max(hung, default=math.nan))} s; "

@@ -252,6 +252,7 @@ def test_the_table_the_comparison_and_the_plot_render(tmp_path: Path) -> None:
     assert "| hanging | 2 | 1 | 1/1 | 40.0 | 3 | 0.200 | 0.500 | 0.400 | 1 | 1 |" in text
     comparison = bench.comparison(baseline, hanging)
     assert "time to all Ready 2.00×" in comparison
+    assert "timer lateness p50/p99 0.400/0.400 s against 0.400/0.400 s" in comparison
     assert "starved (never Ready): none of 1" in comparison
     assert "1 passes, p50 10.0 s" in comparison
     assert "1 NimbusUnavailable" in comparison
