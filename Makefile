@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -51,6 +51,10 @@ bench: venv
 ## bench-sizing: sizing and placement timings, and every heuristic's units and pods against the exact minimum
 bench-sizing: venv
 	$(BIN)/python -m bench.sizing
+
+## bench-fleet: one operator, 200 StormTopology objects on a real API server (fake Nimbus and Prometheus), then 10 of their endpoints hanging: pass latency, time to Ready, peak RSS (about 8 minutes; THREADS="32" adds a what-if phase per size of Kopf's thread pool): table on stdout, plot in bench/out/fleet.png
+bench-fleet: venv
+	$(BIN)/python -m bench.fleet $(if $(THREADS),--threads $(THREADS))
 
 ## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 85 minutes): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus

@@ -328,6 +328,53 @@ def generate(topology: Topology, scenario: Scenario) -> pa.Table:
     return pa.concat_tables(tables)
 
 
+@dataclass(frozen=True)
+class SeriesMatrix:
+    """Every series of a scenario without a rebalance, one row of ``values`` per series: the rows
+    :func:`generate` writes, before they are flattened into a table (a fake Prometheus serves these)."""
+
+    component: tuple[str, ...]
+    executor: tuple[str, ...]
+    metric: tuple[str, ...]
+    stream: tuple[str, ...]
+    source: tuple[str, ...]
+    times_s: npt.NDArray[np.float64]  # seconds from ``scenario.start``, every ``step_s``
+    values: npt.NDArray[np.float64]  # shape (series, times)
+
+    def labels(self, row: int) -> dict[str, str]:
+        """Row ``row``'s schema labels (component, executor, stream, source), empty ones left out."""
+        pairs = {
+            "component": self.component[row],
+            "executor": self.executor[row],
+            "stream": self.stream[row],
+            "source": self.source[row],
+        }
+        return {k: v for k, v in pairs.items() if v}
+
+
+def steady_series(topology: Topology, scenario: Scenario) -> SeriesMatrix:
+    """The series of ``topology`` under a ``scenario`` without a rebalance, as a matrix: the same
+    values :func:`generate` gives (same seed, same order), in the shape one series at a time is
+    needed in."""
+    if scenario.rebalance_at_s is not None:
+        raise ValueError("steady_series: the scenario has a rebalance (use generate)")
+    rng = np.random.default_rng(scenario.seed)
+    truth = scaled(topology, scenario.offered_scale)
+    units = {c.id: c.units for c in topology.components}
+    series = _phase_series(truth, units, tasks_of(topology, scenario), scenario)
+    times = np.arange(0.0, scenario.duration_s + scenario.step_s - 1e-9, scenario.step_s)
+    values = _phase_values(series, times, -1.0, scenario, rng)
+    return SeriesMatrix(
+        tuple(series.component),
+        tuple(series.executor),
+        tuple(series.metric),
+        tuple(series.stream),
+        tuple(series.source),
+        times,
+        values,
+    )
+
+
 def structure(topology: Topology, scenario: Scenario) -> dict[str, Any]:
     """The structure document (samples.md) of ``topology`` as the scenario deploys it."""
     tasks = tasks_of(topology, scenario)

@@ -5,6 +5,8 @@ resource's passes at once."""
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 import threading
 import time
 from typing import Any
@@ -130,3 +132,21 @@ def test_one_resource_s_passes_never_overlap(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_different_resources_are_not_serialized(monkeypatch: pytest.MonkeyPatch) -> None:
     assert passes_at_once(monkeypatch, ["u-1", "u-2"]) == 2
+
+
+def test_each_pass_logs_its_duration_and_how_it_ended(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One line per pass, in the form bench/fleet.py reads (the Deployment read alone takes 0.2 s)."""
+    caplog.set_level(logging.INFO, logger="stormscale.operator")
+    passes_at_once(monkeypatch, ["u-1", "u-1"])
+    lines = [r.getMessage() for r in caplog.records if "pass took" in r.getMessage()]
+    assert len(lines) == 2
+    for line in lines:
+        match = re.fullmatch(
+            r"\[streaming/linear\] spec pass took (\d+\.\d{3}) s: Ready (True|False) \w+", line
+        )
+        assert match is not None, line
+        assert float(match.group(1)) >= 0.2
+    took = sorted(float(re.findall(r"took (\S+) s", line)[0]) for line in lines)
+    assert took[1] >= 0.4  # the second waited for the first's lock: its line counts the wait

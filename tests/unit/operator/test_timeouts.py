@@ -1,6 +1,6 @@
-"""Hung and hostile endpoints on real local sockets (issue 17, items 2 and 3): a Nimbus that trickles
-bytes, a huge Thrift frame header, a Kubernetes API server that never answers. Each call must end by
-its deadline with the adapters' typed one-line error."""
+"""Hung and hostile endpoints on real local sockets (issue 17, items 2, 3 and 5): a Nimbus that trickles
+bytes, a huge Thrift frame header, a Kubernetes API server or a Prometheus that never answers. Each call
+must end by its deadline with the adapters' typed one-line error."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from stormscale.operator.ports import UnavailableError
 from stormscale.storm.client import MAX_FRAME_BYTES, NimbusClient
 from stormscale.storm.errors import NimbusUnavailableError
 from stormscale.storm.model import Endpoint
+from stormscale.storm.samples import PrometheusUnavailableError, SampleReader
 
 
 @contextmanager
@@ -190,3 +191,43 @@ def test_kopfs_own_calls_get_the_same_bound() -> None:
     assert settings.networking.connect_timeout == kube.REQUEST_TIMEOUT_S[0]
     assert settings.networking.request_timeout == sum(kube.REQUEST_TIMEOUT_S)
     assert settings.background.cancellation_polling <= 2  # not Kopf's 60 s (a deletion waits on it)
+
+
+def test_a_silent_prometheus_ends_the_query_after_one_timeout() -> None:
+    """A timed-out query is not asked again within the pass (the next pass asks): three 30 s attempts
+    held the pass's thread of Kopf's pool for 91 s (bench/fleet.py, docs/operator.md "Many resources")."""
+    with server(silent) as port:
+        reader = SampleReader(f"http://127.0.0.1:{port}", timeout_s=0.5)
+        err = finishes(lambda: reader.newest("t"), bound_s=1.2)
+    assert isinstance(err, PrometheusUnavailableError)
+
+
+def test_prometheus_answers_that_say_not_now_are_still_asked_again() -> None:
+    """Retries stay for the statuses they are for (429, 5xx): a 503, then the answer."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            status, body = (503, b"{}") if len(seen) == 1 else (200, EMPTY)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert SampleReader(f"http://127.0.0.1:{httpd.server_address[1]}").newest("t") is None
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert len(seen) == 2
+
+
+EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()

@@ -130,7 +130,9 @@ class SampleReader:
         self, url: str, timeout_s: float = 30.0, retries: int = 2, ca_file: str | None = None
     ) -> None:
         """``retries``: how often an answer in :data:`RETRYABLE_STATUS` is asked again (with backoff)
-        before the reader gives up with :class:`PrometheusUnavailableError`.
+        before the reader gives up with :class:`PrometheusUnavailableError`. A connection that fails or
+        times out is not asked again: the caller's next pass asks (three ``timeout_s`` attempts held the
+        operator's pass, and its thread of Kopf's pool, 91 s on a Prometheus that never answered).
 
         TLS certificates are verified (the URL comes from a StormTopology's spec: an unverified https
         Prometheus could be anyone). ``ca_file``, else :data:`CA_FILE_ENV`, names a PEM bundle to trust
@@ -139,6 +141,8 @@ class SampleReader:
         self.url = url
         retry = Retry(
             total=retries,
+            connect=0,
+            read=0,
             backoff_factor=0.5,
             status_forcelist=sorted(RETRYABLE_STATUS),
             raise_on_status=False,  # the last answer's status then names the problem
