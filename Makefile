@@ -52,7 +52,8 @@ bench: venv
 bench-sizing: venv
 	$(BIN)/python -m bench.sizing
 
-## bench-fleet: one operator, 200 StormTopology objects on a real API server (fake Nimbus and Prometheus), then 10 of their endpoints hanging: pass latency, time to Ready, peak RSS (about 8 minutes; THREADS="32" adds a what-if phase per size of Kopf's thread pool): table on stdout, plot in bench/out/fleet.png
+## bench-fleet: one operator, 200 StormTopology objects on a real API server (fake Nimbus and Prometheus), then 10 of their endpoints hanging: pass latency, time to Ready, peak RSS (about 12 minutes; the hanging phase again per size in THREADS, default 6: Kopf's own pool on 2 cores, against the operator's 16): table on stdout, plot in bench/out/fleet.png
+THREADS ?= 6
 bench-fleet: venv
 	$(BIN)/python -m bench.fleet $(if $(THREADS),--threads $(THREADS))
 

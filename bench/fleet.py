@@ -18,7 +18,8 @@ process, with the default timer period (``STORMSCALE_INTERVAL_SECONDS``, 30 s).
 Two phases on one control plane, each in its own namespace with its own operator process:
 *baseline* (N resources, every endpoint answers), then *hanging* (N resources, H of them pointing at
 the hanging server, alternately for Nimbus and for Prometheus), then, per ``--threads`` size, the
-hanging phase again with Kopf's thread pool at that size (a what-if: :mod:`bench.kopf_threads`). Each
+hanging phase again with the operator's thread pool at that size (``STORMSCALE_WORKER_THREADS``;
+the default phases run the operator's default, 16). Each
 phase creates N worker
 Deployments (created paused: the controller-manager then makes no ReplicaSet and no pod, as nothing
 would run them; the operator reads and scales their ``spec.replicas`` all the same), starts the
@@ -62,7 +63,6 @@ from typing import Any
 
 from kubernetes import client, config
 
-from bench import kopf_threads
 from bench.accuracy import heavy_lock
 from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
 from stormscale.planner import Topology, load_profile
@@ -416,7 +416,7 @@ def start_operator(
     plane: ControlPlane, namespace: str, run_dir: Path, interval_s: float, threads: int | None = None
 ) -> Daemon:
     """``kopf run`` of the operator's handlers, standalone, on ``namespace`` only (as tests/harness/bed);
-    with ``threads``, Kopf's thread pool of that size (:mod:`bench.kopf_threads`)."""
+    with ``threads``, the operator's thread pool of that size (``STORMSCALE_WORKER_THREADS``)."""
     port = free_port()
     argv = [sys.executable, "-m", "kopf", "run", "-m", "stormscale.operator.handlers", "--standalone"]
     argv += ["--namespace", namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
@@ -427,8 +427,7 @@ def start_operator(
         "STORMSCALE_INTERVAL_SECONDS": f"{interval_s:g}",
     }
     if threads is not None:
-        argv += ["-m", "bench.kopf_threads"]
-        env[kopf_threads.THREADS_ENV] = str(threads)
+        env["STORMSCALE_WORKER_THREADS"] = str(threads)
     operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
     healthz = f"http://127.0.0.1:{port}/healthz"
     operator.wait_ready(lambda: http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
@@ -559,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=int,
         nargs="*",
         default=[],
-        help="what-if: one more hanging phase per size of Kopf's thread pool (bench/kopf_threads.py)",
+        help="one more hanging phase per size of the operator's thread pool (STORMSCALE_WORKER_THREADS)",
     )
     args = parser.parse_args(argv)
     profile = load_profile(PROFILE)

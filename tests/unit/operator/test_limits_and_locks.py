@@ -98,9 +98,9 @@ class SlowCluster(FakeCluster):
         return super().read(namespace, name)
 
 
-def passes_at_once(monkeypatch: pytest.MonkeyPatch, uids: list[str]) -> int:
-    """Run one pass per uid, all at once (as Kopf's timer and spec handlers may); the most that were
-    inside a pass together."""
+def passes_at_once(monkeypatch: pytest.MonkeyPatch, uids: list[str], causes: list[str] | None = None) -> int:
+    """Run one pass per uid (each with its cause, ``spec`` by default), all at once (as Kopf's timer
+    and spec handlers may); the most that were inside a pass together."""
     w = world()
     w.cluster = cluster = SlowCluster(replicas=4)
     stores: dict[str, Any] = {}
@@ -113,12 +113,15 @@ def passes_at_once(monkeypatch: pytest.MonkeyPatch, uids: list[str]) -> int:
     monkeypatch.setattr(handlers, "PORTS_FACTORY", lambda *_: w.ports)
     monkeypatch.setattr(handlers, "KopfEvents", lambda _: FakeEvents())
 
-    def one(uid: str) -> None:
+    def one(uid: str, cause: str) -> None:
         body = kopf.Body({"metadata": {"name": "linear", "namespace": "streaming", "uid": uid}})
         with contextlib.suppress(kopf.TemporaryError):
-            handlers.run_pass(body)
+            handlers.run_pass(body, cause)
 
-    threads = [threading.Thread(target=one, args=(uid,)) for uid in uids]
+    threads = [
+        threading.Thread(target=one, args=(uid, cause))
+        for uid, cause in zip(uids, causes or ["spec"] * len(uids), strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -150,3 +153,33 @@ def test_each_pass_logs_its_duration_and_how_it_ended(
         assert float(match.group(1)) >= 0.2
     took = sorted(float(re.findall(r"took (\S+) s", line)[0]) for line in lines)
     assert took[1] >= 0.4  # the second waited for the first's lock: its line counts the wait
+
+
+def test_a_timer_pass_skips_a_resource_whose_pass_runs_and_a_spec_pass_waits(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A timer pass does not hold one of Kopf's threads waiting for a slow pass of its resource
+    (bench/fleet.py); a spec pass must see the new spec, so it waits."""
+    caplog.set_level(logging.INFO, logger="stormscale.operator")
+    lock = handlers._lock_for("u-busy")
+    body = kopf.Body({"metadata": {"name": "linear", "namespace": "streaming", "uid": "u-busy"}})
+    ran: list[str] = []
+    monkeypatch.setattr(handlers, "_run_pass", lambda _: ran.append("pass"))
+    with lock:  # a pass of the resource runs
+        started = time.monotonic()
+        handlers.run_pass(body, "timer")
+        assert time.monotonic() - started < 0.1
+        spec = threading.Thread(target=handlers.run_pass, args=(body, "spec"))
+        spec.start()
+        spec.join(timeout=0.3)
+        assert spec.is_alive()  # waiting for the lock
+    spec.join(timeout=5)
+    assert ran == ["pass"]  # the spec pass, once the lock was free; never the timer's
+    messages = [r.getMessage() for r in caplog.records]
+    assert "[streaming/linear] timer pass skipped: a pass of this resource is running" in messages
+
+
+def test_kopf_runs_passes_on_the_configured_threads() -> None:
+    settings = kopf.OperatorSettings()
+    handlers.configure(settings=settings)  # type: ignore[call-arg]  # kopf types it as its callback protocol
+    assert settings.execution.max_workers == handlers.WORKER_THREADS == 16

@@ -44,6 +44,11 @@ INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
 PEERING_IDENTITY_ENV = "STORMSCALE_PEERING_IDENTITY"
 """Set (by the chart, to the pod's name) when replicas meet in Kopf peering: see :func:`peering_priority`."""
+WORKER_THREADS = int(os.environ.get("STORMSCALE_WORKER_THREADS", "16"))
+"""Threads Kopf runs the (synchronous) passes in, and connections the Kubernetes client keeps. A pass
+on a silent Nimbus or Prometheus holds its thread until its timeouts end it (10 s per Nimbus call,
+30 s per query); Kopf's default, min(32, CPUs + 4), is 6 on two cores: 10 silent endpoints among 200
+resources then kept every other timer waiting ~27 s (docs/operator.md, "Many resources")."""
 TIMER_STOP_POLL_S = 1.0
 """How often Kopf checks whether a deleted resource's timer pass has ended (then drops the finalizer)."""
 LOG = logging.getLogger("stormscale.operator")
@@ -79,7 +84,9 @@ def kube_api() -> client.ApiClient:
             config.load_incluster_config()
         except config.ConfigException:
             config.load_kube_config()
-        _API = client.ApiClient()
+        configuration = client.Configuration.get_default_copy()  # type: ignore[attr-defined]  # not in the stubs
+        configuration.connection_pool_maxsize = WORKER_THREADS  # one connection per pass in flight
+        _API = client.ApiClient(configuration)
     return _API
 
 
@@ -164,6 +171,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # a pass still running when the resource is deleted was looked at again only after Kopf's default
     # 60 s, so `kubectl delete` hung a minute or more (measured on the test bed: 80 s).
     settings.background.cancellation_polling = TIMER_STOP_POLL_S
+    settings.execution.max_workers = WORKER_THREADS
 
 
 _LOCKS: dict[str, threading.Lock] = {}
@@ -184,19 +192,28 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     delay its reason calls for, after its status is saved. Each pass logs one INFO line with its
     ``cause`` (the handler: ``spec`` or ``timer``), its duration (from the handler's thread, waiting for
     the resource's lock included) and how it ended, ``[ns/name] timer pass took 0.123 s: Ready True
-    Applied`` (bench/fleet.py reads them).
+    Applied`` (bench/fleet.py reads them). A timer pass that finds the resource's pass running is
+    skipped (one line, ``timer pass skipped``); a spec pass waits for it.
     """
     meta = body.metadata
     started = time.monotonic()
+    lock = _lock_for(str(meta.uid))
+    if not lock.acquire(blocking=cause != "timer"):
+        # A pass of this resource runs already (a slow or silent Nimbus or Prometheus) and does what
+        # this one would. A timer pass waiting for it held one more of Kopf's few threads per slow
+        # resource, and every other resource's timer waited for a thread (bench/fleet.py: 27 s at p99
+        # with 10 of 200 endpoints silent). A spec pass waits: it must see the new spec.
+        LOG.info("[%s/%s] timer pass skipped: a pass of this resource is running", meta.namespace, meta.name)
+        return
     ended = "gone"
     try:
-        with _lock_for(str(meta.uid)):
-            outcome = _run_pass(body)
+        outcome = _run_pass(body)
         ended = pass_end(outcome)
     except BaseException as err:
         ended = type(err).__name__
         raise
     finally:
+        lock.release()
         took = time.monotonic() - started
         LOG.info("[%s/%s] %s pass took %.3f s: %s", meta.namespace, meta.name, cause, took, ended)
     if outcome is not None and outcome.waiting and outcome.retry_after is not None:
