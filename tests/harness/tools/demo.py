@@ -5,6 +5,10 @@ Prometheus, the exporter and the pod runner; submit the thesis's linear topology
 worker pods under a load that congests it; start the operator; apply a StormTopology with budget 0,
 measure; show the plan the operator will apply for the new budget (every strategy side by side);
 raise the budget; measure again; print before and after. Everything stops at the end (or on Ctrl-C).
+Then it draws two figures into its run directory and prints their paths: every strategy's predicted
+throughput for budgets 0 … N with the two measured points over it, and the topology with the applied
+plan's units, utilization and bottleneck (the profile and the measured points are written beside them,
+so that ``stormscale plan … --plot`` and ``stormscale graph`` can draw them again).
 
     python -m tests.harness.tools.demo [--budget 3]
 """
@@ -12,14 +16,22 @@ raise the budget; measure again; print before and after. Everything stops at the
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.reconcile import planning_model
-from stormscale.planner import FlowModel, Strategy, compare_strategies
+from stormscale.planner import FlowModel, Strategy, Topology, compare_strategies
+from stormscale.planner.plots.curves import throughput_curves
+from stormscale.planner.plots.draw import draw_graph, draw_throughput
+from stormscale.planner.plots.graph import graph_view
+from stormscale.planner.plots.inputs import MeasuredPoint
+from stormscale.planner.profile import profile_document
 from stormscale.planner.render import plan_report
 from tests.harness.bed.scenarios import JVM_LINEAR
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
@@ -42,8 +54,11 @@ def measure(stack: Stack, scenario: Scenario, budget: int) -> tuple[dict[str, An
     return status, measured.rate
 
 
-def show_plan(stack: Stack, scenario: Scenario, running: dict[str, int], budget: int) -> float:
-    """Profile the topology as the operator does and print the plan for ``budget``; its predicted Θ."""
+def show_plan(
+    stack: Stack, scenario: Scenario, running: dict[str, int], budget: int
+) -> tuple[Topology, float]:
+    """Profile the topology as the operator does and print the plan for ``budget``; the planning model
+    and the plan's predicted Θ."""
     measured = profile_now(stack, scenario)
     spec = storm_topology(scenario, 6627, stack.prometheus.url, budget)["spec"]
     info = stack.nimbus().topology_info(scenario.name)
@@ -55,7 +70,34 @@ def show_plan(stack: Stack, scenario: Scenario, running: dict[str, int], budget:
     print()
     print(plan_report(topology, plans, Strategy.COMBINED))
     print()
-    return plans[Strategy.COMBINED].after
+    return topology, plans[Strategy.COMBINED].after
+
+
+def write_figures(
+    run_dir: Path,
+    topology: Topology,
+    budget: int,
+    allocation: Mapping[str, int],
+    measured: Sequence[MeasuredPoint],
+) -> tuple[Path, Path]:
+    """The demo's two figures, under the backpressure model the operator plans with: every strategy's
+    predicted Θ for budgets 0 … ``budget`` with the measured points, and the topology after the applied
+    ``allocation``. The profile and the points go beside them (``stormscale plan … --plot`` redraws)."""
+    (run_dir / "demo-profile.json").write_text(json.dumps(profile_document(topology), indent=1) + "\n")
+    (run_dir / "demo-measured.json").write_text(json.dumps([asdict(p) for p in measured], indent=1) + "\n")
+    model = FlowModel.BACKPRESSURE
+    throughput_png, topology_png = run_dir / "demo-throughput.png", run_dir / "demo-topology.png"
+    curves = throughput_curves(topology, budget, model, time_limit=10.0)
+    draw_throughput(
+        curves,
+        measured,
+        topology=topology.name,
+        model=model,
+        path=str(throughput_png),
+        chosen=Strategy.COMBINED,
+    )
+    draw_graph(graph_view(topology, model, allocation), str(topology_png))
+    return throughput_png, topology_png
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stack.start_operator()
         before_status, before = measure(stack, scenario, 0)
         running = {k: int(v) for k, v in dict(before_status.get("units") or {}).items()}
-        predicted = show_plan(stack, scenario, running, args.budget)  # from budget 0: delta = budget
+        # from budget 0: the plan's delta is the budget
+        topology, predicted = show_plan(stack, scenario, running, args.budget)
         after_status, after = measure(stack, scenario, args.budget)
         plan = dict(after_status.get("lastPlan") or {})
         print()
@@ -85,6 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  predicted after     {predicted:8.1f} tuples/s (combined, backpressure model)")
         print(f"  measured after      {after:8.1f} tuples/s  ({after / before:.2f}x)")
         print(f"  status.lastPlan     {plan.get('alternatives')}")
+    allocation = {str(k): int(v) for k, v in dict(plan.get("allocation") or {}).items()}
+    measured = (MeasuredPoint(0, before), MeasuredPoint(args.budget, after))
+    figures = write_figures(run_dir, topology, args.budget, allocation, measured)
+    print()
+    for figure in figures:
+        print(f"[demo] figure: {figure}")
     return 0
 
 

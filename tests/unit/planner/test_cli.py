@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stormscale.planner.cli import main
+from tests.unit.planner.cli_run import run_cli
 
 from .conftest import PROFILES
 
 T17 = str(PROFILES / "thesis-topology-17.json")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stormscale.planner.cli", *args], capture_output=True, text=True, check=False
-    )
+run = run_cli
 
 
 def test_json_output_is_the_plan_object_of_the_format() -> None:

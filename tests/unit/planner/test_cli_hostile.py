@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,13 @@ import pytest
 
 from stormscale.planner.model import Component, Kind, Topology
 from stormscale.planner.profile import MAX_COMPONENTS
+from tests.unit.planner.cli_run import run_cli
 
 TIME_BOUND_S = 20.0
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "stormscale.planner.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=TIME_BOUND_S,
-    )
+    return run_cli(*args, timeout_s=TIME_BOUND_S)
 
 
 def profile(spout: dict[str, Any] | None = None, bolt: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -77,14 +71,17 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
 
 
 @pytest.mark.parametrize(("text", "message"), [c[1:] for c in HOSTILE], ids=[c[0] for c in HOSTILE])
-@pytest.mark.parametrize("command", ["plan", "size", "place"])
+@pytest.mark.parametrize("command", ["plan", "size", "place", "graph"])
 def test_hostile_profile_is_one_line_and_exit_2(
     tmp_path: Path, command: str, text: str | bytes, message: str
 ) -> None:
     path = write(tmp_path, text)
-    flags = {"plan": ["--budget", "1"], "size": ["--target-rate", "5"], "place": ["--slots-per-pod", "1"]}[
-        command
-    ]
+    flags = {
+        "plan": ["--budget", "1"],
+        "size": ["--target-rate", "5"],
+        "place": ["--slots-per-pod", "1"],
+        "graph": ["--out", str(tmp_path / "g.svg")],
+    }[command]
     assert_one_line_exit_2(run(command, path, *flags), message)
 
 

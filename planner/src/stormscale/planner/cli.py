@@ -1,8 +1,8 @@
 """The planner from the command line.
 
-``stormscale plan PROFILE --budget N``, ``stormscale size PROFILE --target-rate R`` and
-``stormscale place PLAN_OR_PROFILE --slots-per-pod K``. Exit status 0 for an answer, 2 for invalid
-input (one line on stderr naming the problem).
+``stormscale plan PROFILE --budget N [--plot FILE.png]``, ``stormscale size PROFILE --target-rate R``,
+``stormscale place PLAN_OR_PROFILE --slots-per-pod K`` and ``stormscale graph PROFILE --out FILE.svg``.
+Exit status 0 for an answer, 2 for invalid input (one line on stderr naming the problem).
 """
 
 from __future__ import annotations
@@ -23,6 +23,16 @@ from stormscale.planner.placement.pdeployer import InfeasibleTaskError
 from stormscale.planner.placement.shukla import MappingError
 from stormscale.planner.placement.strategies import PlacementStrategy, place, place_all
 from stormscale.planner.planning import Strategy, compare_strategies, make_plan
+from stormscale.planner.plots import draw
+from stormscale.planner.plots.curves import plot_budgets, throughput_curves
+from stormscale.planner.plots.graph import graph_view
+from stormscale.planner.plots.inputs import (
+    MeasuredPoint,
+    PlotInputError,
+    output_format,
+    parse_measured,
+    parse_plan,
+)
 from stormscale.planner.profile import (
     MAX_RATE,
     ProfileError,
@@ -126,6 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds for the exact optimum (default 30)",
     )
+    plan.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw every strategy's predicted throughput for budgets 0 … N into FILE (.png or .svg)",
+    )
+    plan.add_argument(
+        "--measured",
+        metavar="FILE",
+        help="with --plot: measured points, a JSON list of {budget, throughput} (or a report's steps)",
+    )
     sizer = commands.add_parser(
         "size",
         help="size a topology for a target input rate (units, CPU, memory, pods)",
@@ -158,6 +178,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-rate", type=_rate, help="tuples/s the sources offer (a profile only; default: today's)"
     )
     placer.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
+    grapher = commands.add_parser(
+        "graph",
+        help="draw the topology: units, utilization and bottlenecks (PNG or SVG)",
+        description="Draw the topology left to right: units and utilization per component, the "
+        "bottlenecks marked; with --plan, before and after the plan.",
+    )
+    grapher.add_argument("profile", help="topology profile (JSON, docs/formats/profile.md)")
+    grapher.add_argument(
+        "--plan", metavar="PLAN", help="a plan (stormscale plan --output json) to draw after"
+    )
+    grapher.add_argument(
+        "--flow-model",
+        choices=[m.value for m in FlowModel],
+        help="default: the plan's, else drop",
+    )
+    grapher.add_argument("--out", metavar="FILE", required=True, help="the file to write: .svg or .png")
     return parser
 
 
@@ -168,14 +204,51 @@ def run(argv: Sequence[str]) -> str:
         return run_size(args)
     if args.command == "place":
         return run_place(args)
+    if args.command == "graph":
+        return run_graph(args)
+    if args.measured is not None and args.plot is None:
+        raise UsageError("argument --measured: needs --plot")
     topology = load_profile(args.profile)
     strategy = Strategy(args.strategy)
     model = FlowModel(args.flow_model)
+    measured = _plot_inputs(args)  # checked before any planning: a bad file fails at once
     if args.output == "json":
         plan = make_plan(topology, args.budget, strategy, model, args.time_limit)
-        return json.dumps(plan.to_json(), indent=2)
-    plans = compare_strategies(topology, args.budget, model, args.time_limit)
-    return plan_report(topology, plans, strategy)
+        text = json.dumps(plan.to_json(), indent=2)
+    else:
+        plans = compare_strategies(topology, args.budget, model, args.time_limit)
+        text = plan_report(topology, plans, strategy)
+    if args.plot is not None:
+        curves = throughput_curves(topology, args.budget, model, args.time_limit)
+        draw.draw_throughput(
+            curves, measured, topology=topology.name, model=model, path=args.plot, chosen=strategy
+        )
+    return text
+
+
+def _plot_inputs(args: argparse.Namespace) -> tuple[MeasuredPoint, ...]:
+    """Check ``--plot`` (file, matplotlib, budget steps) and read ``--measured``; nothing to plot: ()."""
+    if args.plot is None:
+        return ()
+    output_format(args.plot, "--plot")
+    draw.require_matplotlib()
+    plot_budgets(args.budget)
+    if args.measured is None:
+        return ()
+    return parse_measured(read_json(args.measured, "measured points"), args.measured)
+
+
+def run_graph(args: argparse.Namespace) -> str:
+    """Draw the topology (after ``--plan``'s allocation, if any) into ``--out``; say where."""
+    topology = load_profile(args.profile)
+    overlay = None if args.plan is None else parse_plan(read_json(args.plan, "plan"), topology, args.plan)
+    output_format(args.out, "--out")
+    draw.require_matplotlib()
+    model = FlowModel(args.flow_model or (overlay and overlay.flow_model) or FlowModel.DROP)
+    view = graph_view(topology, model, None if overlay is None else overlay.allocation)
+    draw.draw_graph(view, args.out)
+    marked = ", ".join(n.id for n in view.nodes if n.bottleneck) or "none"
+    return f"{args.out}: {topology.name or 'topology'} under the {model.value} model, bottleneck {marked}"
 
 
 def run_size(args: argparse.Namespace) -> str:
@@ -232,6 +305,7 @@ INVALID = (
     PlacementError,
     MappingError,
     InfeasibleTaskError,
+    PlotInputError,
 )
 
 
