@@ -3,6 +3,7 @@ operator may patch only ``deployments/scale``, and the exporter never binds 0.0.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -61,3 +62,19 @@ def test_the_exporter_binds_the_pod_ip_by_default_and_a_chosen_address_on_reques
     assert "--listen=$(POD_IP)" in exporter_args(render(helm))
     assert "--listen=127.0.0.1" in exporter_args(render(helm, "exporter.listen=127.0.0.1"))
     assert not any("0.0.0.0" in a for a in exporter_args(render(helm)))
+
+
+def test_the_grafana_dashboard_is_off_by_default_and_carries_the_sidecar_label_when_on(helm: Path) -> None:
+    assert not [d for d in render(helm) if d["kind"] == "ConfigMap"]
+    (config_map,) = [d for d in render(helm, "dashboard.enabled=true") if d["kind"] == "ConfigMap"]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = json.loads(config_map["data"]["stormscale.json"])
+    assert shipped == json.loads(
+        (REPO / "charts" / "stormscale" / "dashboards" / "stormscale.json").read_text()
+    )
+    (moved,) = [
+        d
+        for d in render(helm, "dashboard.enabled=true", "dashboard.namespace=grafana")
+        if d["kind"] == "ConfigMap"
+    ]
+    assert moved["metadata"]["namespace"] == "grafana"

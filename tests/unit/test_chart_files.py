@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from stormscale.operator import handlers
@@ -83,6 +84,9 @@ def test_peered_replicas_each_take_a_priority_from_their_pod_s_name() -> None:
     assert identity == [
         {"name": handlers.PEERING_IDENTITY_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
     ]
+    lifetime = [e["value"] for e in operator["env"] if e["name"] == handlers.PEERING_LIFETIME_ENV]
+    assert lifetime == ["60"]
+    assert handlers.peering_lifetime(lifetime[0]) == 60
 
 
 def test_the_priority_is_stable_per_pod_and_differs_between_pods() -> None:
@@ -97,7 +101,19 @@ def test_the_startup_handler_sets_kopf_s_priority_from_the_identity() -> None:
     import kopf
 
     settings = kopf.OperatorSettings()
-    handlers.set_peering_priority(settings, None)
+    handlers.set_peering(settings, None, None)
     assert settings.peering.priority == 0  # standalone: Kopf's default, untouched
-    handlers.set_peering_priority(settings, "stormscale-6d4f9b7c8-x2k9p")
+    assert settings.peering.lifetime == 60
+    handlers.set_peering(settings, "stormscale-6d4f9b7c8-x2k9p", "20")
     assert settings.peering.priority == handlers.peering_priority("stormscale-6d4f9b7c8-x2k9p")
+    assert settings.peering.lifetime == 20
+
+
+@pytest.mark.parametrize(
+    ("text", "says"), [("soon", "whole number"), ("4", "not in"), ("1e9", "whole"), ("3601", "not in")]
+)
+def test_a_bad_peering_lifetime_is_one_line_naming_the_variable(text: str, says: str) -> None:
+    import kopf
+
+    with pytest.raises(ValueError, match=f"STORMSCALE_PEERING_LIFETIME_SECONDS.*{says}"):
+        handlers.set_peering(kopf.OperatorSettings(), "pod", text)

@@ -32,6 +32,7 @@ from stormscale.operator.adapters.kube import (
 )
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
+from stormscale.operator.metrics import OperatorMetrics, PassEnd, serve
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import Events, GoneError, Ports, RefusedError, StatusWriter, UnavailableError
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
@@ -44,11 +45,18 @@ INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
 PEERING_IDENTITY_ENV = "STORMSCALE_PEERING_IDENTITY"
 """Set (by the chart, to the pod's name) when replicas meet in Kopf peering: see :func:`peering_priority`."""
+PEERING_LIFETIME_ENV = "STORMSCALE_PEERING_LIFETIME_SECONDS"
+"""Seconds a replica's peering keepalive is valid (Kopf's ``peering.lifetime``, 60 by default): a standby
+takes over at most this long after the active replica dies (chart: ``peering.lifetimeSeconds``)."""
+PEERING_LIFETIME_RANGE = (5, 3600)
 WORKER_THREADS = int(os.environ.get("STORMSCALE_WORKER_THREADS", "16"))
 """Threads Kopf runs the (synchronous) passes in, and connections the Kubernetes client keeps. A pass
 on a silent Nimbus or Prometheus holds its thread until its timeouts end it (10 s per Nimbus call,
 30 s per query); Kopf's default, min(32, CPUs + 4), is 6 on two cores: 10 silent endpoints among 200
 resources then kept every other timer waiting ~27 s (docs/operator.md, "Many resources")."""
+METRICS_LISTEN_ENV = "STORMSCALE_METRICS_LISTEN"
+"""``host:port`` of the operator's own metrics (docs/operator.md); unset: not served."""
+METRICS = OperatorMetrics()
 TIMER_STOP_POLL_S = 1.0
 """How often Kopf checks whether a deleted resource's timer pass has ended (then drops the finalizer)."""
 LOG = logging.getLogger("stormscale.operator")
@@ -142,17 +150,35 @@ def peering_priority(identity: str) -> int:
     return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)
 
 
-def set_peering_priority(settings: kopf.OperatorSettings, identity: str | None) -> None:
+def peering_lifetime(text: str) -> int:
+    """``STORMSCALE_PEERING_LIFETIME_SECONDS`` as whole seconds in :data:`PEERING_LIFETIME_RANGE`."""
+    low, high = PEERING_LIFETIME_RANGE
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise ValueError(f"{PEERING_LIFETIME_ENV}={text!r}: not a whole number of seconds") from None
+    if not low <= seconds <= high:
+        raise ValueError(f"{PEERING_LIFETIME_ENV}={seconds}: not in [{low}, {high}]")
+    return seconds
+
+
+def set_peering(settings: kopf.OperatorSettings, identity: str | None, lifetime: str | None) -> None:
     """With an identity (peered replicas), Kopf's priority from it; without, Kopf's own (the command
-    line's ``--priority`` or 0). Runs in the startup handler: after the command line, before peering."""
+    line's ``--priority`` or 0); with a lifetime, the keepalive's. Runs in the startup handler: after
+    the command line, before peering. A bad lifetime raises ``ValueError``."""
     if identity:
         settings.peering.priority = peering_priority(identity)
+    if lifetime:
+        settings.peering.lifetime = peering_lifetime(lifetime)
 
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf tuning, in one place."""
-    set_peering_priority(settings, os.environ.get(PEERING_IDENTITY_ENV))
+    try:
+        set_peering(settings, os.environ.get(PEERING_IDENTITY_ENV), os.environ.get(PEERING_LIFETIME_ENV))
+    except ValueError as err:
+        raise kopf.PermanentError(str(err)) from None
     # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -172,6 +198,13 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # 60 s, so `kubectl delete` hung a minute or more (measured on the test bed: 80 s).
     settings.background.cancellation_polling = TIMER_STOP_POLL_S
     settings.execution.max_workers = WORKER_THREADS
+    listen = os.environ.get(METRICS_LISTEN_ENV)
+    if listen:
+        try:
+            host, port = serve(METRICS, listen)
+        except (ValueError, OSError) as err:
+            raise kopf.PermanentError(f"operator metrics not served: {one_line(err)}") from None
+        LOG.info("operator metrics on http://%s:%d/metrics", host, port)
 
 
 _LOCKS: dict[str, threading.Lock] = {}
@@ -204,8 +237,10 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
         # resource, and every other resource's timer waited for a thread (bench/fleet.py: 27 s at p99
         # with 10 of 200 endpoints silent). A spec pass waits: it must see the new spec.
         LOG.info("[%s/%s] timer pass skipped: a pass of this resource is running", meta.namespace, meta.name)
+        METRICS.record_skip()
         return
     ended = "gone"
+    outcome: Outcome | None = None
     try:
         outcome = _run_pass(body)
         ended = pass_end(outcome)
@@ -216,6 +251,10 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
         lock.release()
         took = time.monotonic() - started
         LOG.info("[%s/%s] %s pass took %.3f s: %s", meta.namespace, meta.name, cause, took, ended)
+        if outcome is not None and outcome.plan_seconds is not None:
+            METRICS.record_plan(outcome.plan_seconds)
+        end = PassEnd(str(meta.namespace), str(meta.name), cause, took, ended)
+        METRICS.record_pass(end, outcome.status if outcome is not None else None)
     if outcome is not None and outcome.waiting and outcome.retry_after is not None:
         raise kopf.TemporaryError(outcome.summary, delay=outcome.retry_after)
 

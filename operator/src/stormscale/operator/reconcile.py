@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,6 +66,8 @@ class Outcome:
 
     status: StormTopologyStatus
     retry_after: float | None = None
+    #: Seconds the pass spent planning (every strategy for its budget); ``None``: it did not plan.
+    plan_seconds: float | None = None
 
     @property
     def waiting(self) -> bool:
@@ -94,6 +97,7 @@ class _Book:
     now: datetime
     generation: int
     events: list[tuple[str, Reason, str]] = field(default_factory=list)
+    plan_seconds: float | None = None
     #: The status as the pass found it: conditions change (transition time, Warning) against it, not
     #: against what the pass itself set on the way (Healthy before acting, then the same failure).
     before: StormTopologyStatus = field(init=False)
@@ -256,6 +260,7 @@ def reconcile(
     st = _Book(status.model_copy(deep=True), now, resource.generation)
     st.status.observed_generation = resource.generation
     outcome = _reconcile(resource, policy, st, ports)
+    outcome.plan_seconds = st.plan_seconds
     _post(st, ports.events)
     return outcome
 
@@ -478,10 +483,13 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.INVALID_SPEC, str(err))
     except InvalidProfileError as err:
         return st.degraded(Reason.INVALID_PROFILE, str(err))
+    started = time.perf_counter()
     try:
         plans = strategy_plans(model, delta, policy)
     except OptimalLimitError as err:
         return st.degraded(Reason.PLANNING_FAILED, str(err))
+    finally:
+        st.plan_seconds = time.perf_counter() - started
     plan = plans[policy.strategy]
     st.healthy()
     st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
