@@ -106,6 +106,9 @@ def test_a_rebalance_runs_the_new_executors_after_its_wait(fakes: Fakes) -> None
     port = NimbusPort(fakes.client)
     port.rebalance("t-000", {"1": 1, "2": 1, "3": 3, "4": 1}, 6, 5)
     assert port.describe("t-000").status == "REBALANCING"
+    assert fakes.fleet.requests == [
+        fake_nimbus.Rebalanced(NOW, "t-000", {"1": 1, "2": 1, "3": 3, "4": 1}, 6)
+    ]  # kept with its arrival on the fake's clock (bench/reaction.py)
     fakes.clock.now += 5
     state = port.describe("t-000")
     assert (state.status, dict(state.executors), state.workers) == (
@@ -116,6 +119,7 @@ def test_a_rebalance_runs_the_new_executors_after_its_wait(fakes: Fakes) -> None
     request = RebalanceRequest(wait_secs=0, workers=4, executors={"3": 9})  # 9 executors, 8 tasks
     with pytest.raises(RequestRejectedError, match="refused by Nimbus"):
         fakes.client.rebalance("t-000", request, validate=False)
+    assert len(fakes.fleet.requests) == 1  # a refused request is not kept
     fakes.fleet.restart("t-000")
     assert dict(port.describe("t-000").executors) == {"1": 1, "2": 1, "3": 1, "4": 1}
 

@@ -12,7 +12,8 @@ It answers the calls the operator and the exporter make, as Nimbus does:
 * ``getTopologyPageInfo`` (per-component aggregates) and ``getUserTopology`` (the submitted graph,
   shuffle groupings on ``default``);
 * ``rebalance``: the topology is ``REBALANCING`` for the request's ``wait_secs``, then runs the new
-  executors and workers (new executor ids, uptime from 0).
+  executors and workers (new executor ids, uptime from 0). Each accepted request is kept, with the
+  time it arrived on the fake's clock (:attr:`Fleet.requests`: bench/reaction.py's apply → rebalance).
 
 An unknown topology raises ``NotAliveException``; a rebalance naming an unknown component or more
 executors than tasks raises ``InvalidTopologyException``. Kill, activate and deactivate are not served.
@@ -97,6 +98,17 @@ class RunningTopology:
             self.rebalancing, self.status, self.started_s = None, "ACTIVE", now
 
 
+@dataclass(frozen=True)
+class Rebalanced:
+    """A rebalance Nimbus accepted: when it arrived (the fleet's clock, as the call was decoded), for
+    which topology, and the executors and workers it asked for."""
+
+    at: float
+    name: str
+    executors: dict[str, int]
+    workers: int
+
+
 @dataclass
 class Fleet:
     """Nimbus's state: the topologies and the Supervisors (``supervisors`` × ``slots`` worker slots)."""
@@ -108,6 +120,8 @@ class Fleet:
     clock: Callable[[], float] = time.time
     topologies: dict[str, RunningTopology] = field(default_factory=dict)
     rebalances: int = 0
+    #: Every accepted rebalance, in arrival order.
+    requests: list[Rebalanced] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     started_s: float = field(default_factory=time.time)
 
@@ -365,6 +379,7 @@ class NimbusHandler:
 
     def rebalance(self, name: str, options: Any) -> None:
         fleet = self.fleet
+        arrived = fleet.clock()
         with fleet.lock:
             t = fleet.running(name)
             executors = {**t.executors, **(options.num_executors or {})}
@@ -375,6 +390,7 @@ class NimbusHandler:
             t.rebalancing = (fleet.clock() + (options.wait_secs or 0), executors, workers)
             t.status = "REBALANCING"
             fleet.rebalances += 1
+            fleet.requests.append(Rebalanced(arrived, name, executors, workers))
 
 
 class _Server(socketserver.ThreadingTCPServer):
