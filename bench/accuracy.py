@@ -5,10 +5,12 @@ Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm
 and the operator; for each scenario in turn it deploys the scenario and raises the
 budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`; per bolt too: its executed
 rate from Nimbus against the rate in the operator's plan and in the fit): about 17 minutes per
-scenario for budgets 0 → 3 (measured on jvm-linear), about 85 minutes for the five. The scenarios
-share one stack; each is undeployed (its pods stopped) before the next is deployed. Where one
-component alone scales (``jvm-scaling``: bolt 3 at 1, 2, 3, 4 units) it also prints how throughput
-grows with its units against proportional growth (:func:`linearity_table`). Meanwhile it holds
+scenario for budgets 0 → 3 (measured on jvm-linear), about 100 minutes for the six
+(``jvm-kafka-linear``: the linear JVM topology reading from Kafka, its demand the topic's append
+rate, as users run it). The scenarios share one stack; each is undeployed (its pods stopped)
+before the next is deployed. Where one component alone scales (``jvm-scaling``: bolt 3 at 1, 2, 3,
+4 units) it also prints how throughput grows with its units against proportional growth
+(:func:`linearity_table`). Meanwhile it holds
 :data:`LOCK` (two real-stack runs on one machine distort each other). It writes each report to
 ``bench/out/accuracy-<scenario>.json``, prints the tables and writes ``bench/out/accuracy.png``. A
 scenario that fails stops the run; the reports saved before it re-render with ``--from-json``.
@@ -53,7 +55,14 @@ from tests.harness.tools.accuracy import (
 OUT = Path(__file__).parent / "out"
 LOCK = Path("/tmp/stormscale-heavy.lock")
 NAMESPACE = "accuracy"
-DEFAULT_SCENARIOS = ("jvm-linear", "jvm-diamond", "jvm-scaling", "jvm-linear-loadaware", "multilang-linear")
+DEFAULT_SCENARIOS = (
+    "jvm-kafka-linear",
+    "jvm-linear",
+    "jvm-diamond",
+    "jvm-scaling",
+    "jvm-linear-loadaware",
+    "multilang-linear",
+)
 #: Relative-error bounds the summary counts against.
 BOUNDS = (0.10, 0.15)
 FIT_MODEL = FlowModel.BACKPRESSURE

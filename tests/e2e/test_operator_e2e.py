@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +39,13 @@ from typing import Any
 import pytest
 
 from stormscale.planner import FlowModel, parse_profile, throughput
-from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_LINEAR
+from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_KAFKA_AUTO, JVM_KAFKA_LINEAR
 from tests.harness.bed.stack import Scenario, Stack
 from tests.harness.bed.steady import aggregate_offline
 from tests.harness.process import new_run_dir
+from tests.harness.prometheus import dashboard
 from tests.harness.tools.accuracy import Report, run_budget_steps
+from tests.harness.tools.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 
@@ -64,7 +67,7 @@ class Shape:
 #: made (measured: 34.2 → 56.6 tuples/s, 1.65×; a second unit, to 2, reached 69.1: make accuracy).
 #: The diamond stops at budget 1 to keep CI within its budget (a step costs about 4 minutes).
 SHAPES = {
-    "linear": Shape(JVM_LINEAR, (0, 1, 2, 3), min_gain=2.0),
+    "linear": Shape(JVM_KAFKA_LINEAR, (0, 1, 2, 3), min_gain=2.0),
     "diamond": Shape(JVM_DIAMOND, (0, 1), min_gain=1.4),
 }
 
@@ -120,6 +123,27 @@ def test_measured_throughput_rises_with_the_budget(run: Run) -> None:
     for before, after in itertools.pairwise(measured):
         assert after >= 0.9 * before, measured  # never a real loss
     assert measured[-1] >= run.shape.min_gain * measured[0], measured  # the units did much more
+
+
+def test_the_operators_own_metrics_reach_prometheus(run: Run, stack: Stack) -> None:
+    """The operator's metrics, scraped like any target (job ``stormscale-operator``), say what its
+    status says: the last budget applied and the units per component."""
+    scenario, last = run.shape.scenario, run.report.steps[-1]
+    resource = f'stormtopology="{scenario.name}"'
+
+    def value(promql: str) -> float | None:
+        result = stack.prometheus.query(promql)
+        return float(result[0]["value"][1]) if result else None
+
+    deadline = time.monotonic() + 30  # a scrape every 2 s, a timer pass every 5 s
+    while value(f"stormscale_topology_applied_budget{{{resource}}}") != last.budget:
+        assert time.monotonic() < deadline, stack.prometheus.query(
+            f"stormscale_topology_applied_budget{{{resource}}}"
+        )
+        time.sleep(2)
+    assert value(f"sum(stormscale_topology_units{{{resource}}})") == sum(last.status_units.values())
+    assert value(f"stormscale_topology_ready{{{resource}}}") == 1
+    assert (value('sum(stormscale_operator_passes_total{job="stormscale-operator"})') or 0) > 0
 
 
 def errors(run: Run) -> tuple[dict[int, float], dict[int, float]]:
@@ -195,3 +219,65 @@ def test_report_is_written(stack: Stack, run: Run) -> None:
     shape = next(name for name, s in SHAPES.items() if s is run.shape)
     written = json.loads(Path(stack.run_dir / f"e2e-report-{shape}.json").read_text())
     assert [s["budget"] for s in written["steps"]] == list(run.shape.budgets)
+
+
+# --- Auto mode on a moving load --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def auto(stack: Stack) -> Iterator[AutoReport]:
+    """The Kafka-fed linear topology in Auto mode while its topic's load steps up ×2 and back down
+    (:data:`~tests.harness.tools.moving_load.LOAD`), on the shared stack."""
+    stack.deploy(JVM_KAFKA_AUTO)
+    try:
+        report = run_moving_load(stack, JVM_KAFKA_AUTO, LOAD, SCALING)
+        (stack.run_dir / "e2e-report-auto.json").write_text(
+            json.dumps(report.to_json(), indent=2, default=str)
+        )
+        print("\n" + report.table())
+        yield report
+    finally:
+        stack.undeploy(JVM_KAFKA_AUTO)
+
+
+def test_auto_scales_out_within_a_cooldown_of_the_rise_and_catches_up_in_two_steps(auto: AutoReport) -> None:
+    figures = auto.figures()
+    assert figures["scale_out_decided_s"] is not None, figures
+    assert figures["scale_out_decided_s"] <= SCALING.cooldown_s, figures
+    assert figures["converged_s"] is not None, figures  # the sinks keep up with the produced rate
+    assert 1 <= figures["steps_before_converged"] <= 2, figures
+    assert figures["drained_s"] is not None, figures  # the lag stopped growing and drained, before the fall
+
+
+def test_auto_scales_in_only_after_the_scale_in_delay(auto: AutoReport) -> None:
+    """After the fall Auto wants fewer units, waits scaleInDelay with that wish unbroken, then scales
+    in; under the high load it never wanted to (its headroom holds)."""
+    figures = auto.figures()
+    assert figures["scale_in_decided_s"] is not None, figures
+    assert figures["scale_in_wished_s"], figures
+    assert all(w >= 0 for w in figures["scale_in_wished_s"]), figures  # no wish before the fall
+    assert figures["scale_in_waited_s"] >= SCALING.scale_in_delay_s - TICK_S, figures
+    assert figures["budgets_down"], figures
+    assert figures["budgets_down"][-1] < max(figures["budgets_up"]), figures
+
+
+def test_auto_loses_no_message(auto: AutoReport) -> None:
+    assert auto.seen is not None
+    assert auto.produced > 0
+    assert not auto.seen.missing, f"{len(auto.seen.missing)} of {auto.produced} keys never reached the sink"
+
+
+def test_every_dashboard_query_returns_data_from_the_test_bed(auto: AutoReport, stack: Stack) -> None:
+    """The chart's Grafana dashboard against the test bed's Prometheus: every panel's query and every
+    variable, sent as Grafana sends them (each variable on All, ``$__rate_interval`` 1m) over the time
+    the stack ran, returns data. So the names and labels the dashboard expects are the ones the
+    operator, the exporter and the Kafka exporter serve (and each condition it shows did happen:
+    every deploy starts Degraded/StaleMetrics until the window fills)."""
+    board = dashboard.load()
+    end = time.time()
+    start = end - 2 * 3600  # Prometheus started with the stack; this spans all of it
+    queries = [*dashboard.panel_queries(board), *dashboard.variable_queries(board)]
+    empty = [
+        q.where for q in queries if not stack.prometheus.query_range(dashboard.expand(q.expr), start, end, 30)
+    ]
+    assert not empty, f"{len(empty)} of {len(queries)} dashboard queries returned nothing: {empty}"

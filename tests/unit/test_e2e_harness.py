@@ -9,8 +9,16 @@ import pytest
 from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import FlowModel, load_profile
+from stormscale.storm.samples.demand import KafkaDemand
 from tests.harness.bed.measure import Measured, Sighting
-from tests.harness.bed.scenarios import CONGESTED_LINEAR, JVM_DIAMOND, JVM_KAFKA_LINEAR, JVM_LINEAR, SCENARIOS
+from tests.harness.bed.scenarios import (
+    CONGESTED_LINEAR,
+    JVM_DIAMOND,
+    JVM_KAFKA_AUTO,
+    JVM_KAFKA_LINEAR,
+    JVM_LINEAR,
+    SCENARIOS,
+)
 from tests.harness.bed.stack import kafka_properties, storm_topology, worker_deployment
 from tests.harness.storm.topology import flux_file, topology_properties
 from tests.harness.tools.accuracy import Report, Step, fitted, fitted_components, predictions
@@ -51,6 +59,7 @@ def test_the_kafka_scenario_is_the_jvm_linear_one_with_a_kafka_spout_held_at_one
     for key in ("c2.cost_us", "c3.cost_us", "c4.cost_us", "c1.tasks"):
         assert scenario.properties[key] == JVM_LINEAR.properties[key], key
     assert not any(k in scenario.properties for k in ("c1.rate", "c1.batch")), "the rate is the load's"
+    assert scenario.load == "48@60m", "the offered 48/s of the RateSpout scenarios, from the topic"
     flux_file(scenario.shape, scenario.language)  # a shape submit() knows
     props = kafka_properties(scenario, "127.0.0.1:9092", Path("/seen"))
     assert props == {
@@ -62,8 +71,23 @@ def test_the_kafka_scenario_is_the_jvm_linear_one_with_a_kafka_spout_held_at_one
     assert set(props) <= set(topology_properties(scenario.shape, language="jvm")), "placeholders"
 
 
+def test_a_kafka_scenarios_spec_takes_the_spouts_demand_from_its_topic() -> None:
+    """The spout's override keeps its bound and gains the topic as its demand (one entry per name)."""
+    for scenario in (JVM_KAFKA_LINEAR, JVM_KAFKA_AUTO):
+        policy = parse_spec(storm_topology(scenario, 6627, "http://127.0.0.1:9090", 0)["spec"])
+        assert [o.name for o in policy.spec.components] == ["1"]
+        assert policy.spec.components[0].max_units == 1
+        assert policy.spec.demand() == {"1": KafkaDemand(scenario.topic, scenario.group)}
+    assert (
+        parse_spec(storm_topology(JVM_LINEAR, 6627, "http://127.0.0.1:9090", 0)["spec"]).spec.demand() == {}
+    )
+
+
 def test_the_other_scenarios_keep_their_own_spout() -> None:
+    assert [n for n, s in SCENARIOS.items() if s.source == "kafka"] == ["jvm-kafka-linear"]
     for scenario in SCENARIOS.values():
+        if scenario.source == "kafka":
+            continue
         assert scenario.source == "rate", scenario.name
         with pytest.raises(ValueError, match="no Kafka source"):
             kafka_properties(scenario, "127.0.0.1:9092", Path("/seen"))

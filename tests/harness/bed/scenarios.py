@@ -147,6 +147,22 @@ JVM_KAFKA_LINEAR = dataclasses.replace(
     source="kafka",
     topic="e2e-jvm-kafka-linear",
     partitions=4,
+    load="48@60m",
+)
+
+#: Auto mode on a moving load (tests/harness/tools/moving_load.py): :data:`JVM_KAFKA_LINEAR` on a topic
+#: of its own, profiled over 90 s windows at 10 s (the load changes within minutes; a rebalance's first
+#: 30 s are dropped), so that Auto sees a step within about a minute. Capacities per unit as measured
+#: on the linear runs: bolt 2 ~20/s, bolt 3 ~13/s, the sink ~55/s; spout "1" stays at one unit.
+JVM_KAFKA_AUTO = dataclasses.replace(
+    JVM_KAFKA_LINEAR,
+    name="e2e-jvm-kafka-auto",
+    topic="e2e-jvm-kafka-auto",
+    window="90s",
+    step="10s",
+    settle="30s",
+    max_age="30s",
+    load="",  # the moving load's own schedule
 )
 
 #: By name, for the accuracy report's ``--scenario``.
@@ -156,4 +172,5 @@ SCENARIOS = {
     "jvm-linear-loadaware": JVM_LINEAR_LOADAWARE,
     "jvm-diamond": JVM_DIAMOND,
     "jvm-scaling": JVM_SCALING,
+    "jvm-kafka-linear": JVM_KAFKA_LINEAR,
 }

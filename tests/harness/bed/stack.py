@@ -90,6 +90,9 @@ class Scenario:
     source: str = "rate"
     topic: str = ""
     partitions: int = 1
+    #: A Kafka source's load while the scenario runs (a :class:`Schedule`'s text, started by
+    #: :meth:`Stack.deploy` once the topology runs and stopped by :meth:`Stack.undeploy`); "": none.
+    load: str = ""
 
     @property
     def deployment(self) -> str:
@@ -154,9 +157,19 @@ def storm_topology(
                 "strategy": scenario.strategy,
                 "flowModel": scenario.flow_model,
             },
-            "components": [dict(o) for o in scenario.overrides],
+            "components": component_overrides(scenario),
         },
     }
+
+
+def component_overrides(scenario: Scenario) -> list[dict[str, object]]:
+    """The spec's ``components``: the scenario's overrides and, for a Kafka source, spout "1"'s
+    demand from its topic (the group is the KafkaSpout's), merged into one entry per component."""
+    overrides = {str(o["name"]): dict(o) for o in scenario.overrides}
+    if scenario.source == "kafka":
+        source = {"kafka": {"topic": scenario.topic, "consumerGroup": scenario.group}}
+        overrides["1"] = {"name": "1", **overrides.get("1", {}), **source}
+    return list(overrides.values())
 
 
 def kafka_properties(scenario: Scenario, bootstrap: str, seen_dir: Path) -> dict[str, object]:
@@ -201,11 +214,15 @@ class Stack:
         self.prometheus: Prometheus
         self.pods: PodRunner
         self.exporter_url = ""
+        #: ``host:port`` of the operator's own metrics, once it runs (scraped as job ``stormscale-operator``)
+        self.operator_metrics = ""
         #: the Kafka broker and its offsets exporter, once started (``kafka=True`` or a Kafka scenario)
         self.kafka: KafkaBroker | None = None
         self.kafka_exporter_url = ""
         #: topic → the next key a load generator sends (keys run on over every load of a topic)
         self._next_key: dict[str, int] = {}
+        #: scenario name → the load :meth:`deploy` started for it (``Scenario.load``)
+        self._loads: dict[str, LoadGenerator] = {}
         self._scraping = False
         #: scenario name → its worker pods' overhead as measured by :meth:`measure_pod_overhead`.
         self.pod_overhead: dict[str, str] = {}
@@ -280,6 +297,8 @@ class Stack:
         ]
         if self.kafka_exporter_url:
             jobs.append(StaticJob("kafka", [self.kafka_exporter_url.removeprefix("http://")]))
+        if self.operator_metrics:
+            jobs.append(StaticJob("stormscale-operator", [self.operator_metrics]))
         self.prometheus.set_jobs(jobs)
         self._scraping = True
 
@@ -365,12 +384,16 @@ class Stack:
         )
         self._exit.callback(kill, self.storm.endpoints, topology.name)
         self.measure_pod_overhead(scenario)
+        if scenario.source == "kafka" and scenario.load:
+            self._loads[scenario.name] = self.load(scenario, scenario.load)
         return topology
 
     def undeploy(self, scenario: Scenario) -> None:
         """Free the bed for the next scenario: its StormTopology (the operator stops acting on it),
         its Storm topology, and its worker pods (their cgroups go with them)."""
         self._step(f"undeploy {scenario.name}: StormTopology, Storm topology, worker Deployment")
+        if scenario.name in self._loads:
+            self._loads.pop(scenario.name).stop()
         namespace = ["-n", self.namespace, "--ignore-not-found", "--wait=true"]
         started = time.monotonic()
         # The operator's finalizer goes once its running pass ends (seconds: handlers.TIMER_STOP_POLL_S).
@@ -440,12 +463,19 @@ class Stack:
         argv = [sys.executable, "-m", "kopf", "run", "-m", "stormscale.operator.handlers", "--standalone"]
         argv += ["--namespace", self.namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
         log = self.run_dir / "operator.log"
-        env = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig), "STORMSCALE_INTERVAL_SECONDS": "5"}
+        self.operator_metrics = f"127.0.0.1:{free_port()}"
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.plane.kubeconfig),
+            "STORMSCALE_INTERVAL_SECONDS": "5",
+            "STORMSCALE_METRICS_LISTEN": self.operator_metrics,
+        }
         self._step(f"operator: kopf run (log {log})")
         operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
         self._exit.callback(operator.stop, OPERATOR_STOP_GRACE_S)
         healthz = f"http://127.0.0.1:{port}/healthz"
         operator.wait_ready(lambda: http_ok(healthz), OPERATOR_READY_S, f"{healthz} answers")
+        self._scrape()  # and now the operator's own metrics
 
     def apply_budget(self, scenario: Scenario, budget: int) -> None:
         nimbus_port = self.storm.endpoints.nimbus_port
