@@ -58,7 +58,7 @@ HEARTBEAT_TIMEOUT_S = 30.0
 WARM_UP_S = 10.0
 WINDOW_S = 30.0
 # Idle executors sleep at once instead of park-spinning, and a short receive queue makes the spout
-# wait on backpressure within seconds (as in test_bolt_units.py): the worker's own overhead stays small.
+# wait on backpressure within seconds (as in bench/test_bolt_units.py): the worker's own overhead stays small.
 CONF: dict[str, object] = {
     "topology.bolt.wait.progressive.level2.count": 0,
     "topology.backpressure.wait.progressive.level2.count": 0,

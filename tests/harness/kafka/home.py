@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
-from tests.harness.storm.maven import Log, build_lock, run_maven, stderr_log
+from tests.harness.storm.maven import Log, built_once, run_maven, stderr_log
 
 POM_DIR = ASSETS / "kafka"
 KAFKA_VERSION = "3.9.1"
@@ -89,12 +89,8 @@ def build_kafka_home(version: str = KAFKA_VERSION, log: Log = stderr_log) -> Pat
 def ensure_kafka_home(version: str = KAFKA_VERSION, log: Log = stderr_log) -> Path:
     """The Kafka home of ``version``, built first if it is missing or incomplete."""
     home = kafka_home_dir(version)
-    if is_complete(home, version):
-        return home
-    with build_lock(home.parent / f".{home.name}.lock"):
-        if is_complete(home, version):
-            return home
-        return build_kafka_home(version, log)
+    lock = home.parent / f".{home.name}.lock"
+    return built_once(home, lambda: is_complete(home, version), lock, lambda: build_kafka_home(version, log))
 
 
 def main() -> None:

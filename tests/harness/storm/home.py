@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
-from tests.harness.storm.maven import Log, build_lock, run_maven, stderr_log
+from tests.harness.storm.maven import Log, built_once, run_maven, stderr_log
 
 POM_DIR = ASSETS / "storm"
 STORM_VERSION = "2.8.3"
@@ -88,12 +88,8 @@ def build_storm_home(version: str = STORM_VERSION, log: Log = stderr_log) -> Pat
 def ensure_storm_home(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """The STORM_HOME of ``version``, built first if it is missing or incomplete."""
     home = storm_home_dir(version)
-    if is_complete(home, version):
-        return home
-    with build_lock(home.parent / f".{home.name}.lock"):
-        if is_complete(home, version):
-            return home
-        return build_storm_home(version, log)
+    lock = home.parent / f".{home.name}.lock"
+    return built_once(home, lambda: is_complete(home, version), lock, lambda: build_storm_home(version, log))
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
 from tests.harness.storm.home import STORM_VERSION
-from tests.harness.storm.maven import Log, build_lock, run_maven, stderr_log
+from tests.harness.storm.maven import Log, built_once, run_maven, stderr_log
 
 JVM_DIR = ASSETS / "jvm"
 JAR_DIR = CACHE_DIR / "jvm-testbed"
@@ -85,12 +85,7 @@ def build_topology_jar(version: str = STORM_VERSION, log: Log = stderr_log) -> P
 def ensure_topology_jar(version: str = STORM_VERSION, log: Log = stderr_log) -> Path:
     """The jar of the current sources, built first if it is missing."""
     out = jar_path(version)
-    if out.is_file():
-        return out
-    with build_lock(JAR_DIR / ".build.lock"):
-        if out.is_file():
-            return out
-        return build_topology_jar(version, log)
+    return built_once(out, out.is_file, JAR_DIR / ".build.lock", lambda: build_topology_jar(version, log))
 
 
 def main() -> None:

@@ -33,6 +33,15 @@ def build_lock(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def built_once(result: Path, ready: Callable[[], bool], lock: Path, build: Callable[[], Path]) -> Path:
+    """``result`` if ``ready()``; else ``build()`` it under the exclusive ``lock``, unless another
+    process built it while this one waited for the lock."""
+    if ready():
+        return result
+    with build_lock(lock):
+        return result if ready() else build()
+
+
 def run_maven(
     cmd: Sequence[str], *, tag: str, log: Log, progress: Sequence[str], every: int
 ) -> tuple[int, list[str]]:

@@ -6,6 +6,10 @@ cgroup. Bolt "2" burns ``COST_US`` of CPU per tuple and the spout offers more th
 at 1000m, so the bolt is saturated throughout. Its executed tuples/s, read from Nimbus, are measured
 at 500m, 1000m and 500m again; the limit is changed in place through the Deployment (the pod runner
 rewrites the running cgroup's quota), without resubmitting the topology.
+
+A measurement with assertions, run by ``make bench-units`` (``pytest -p tests.conftest`` for the test
+bed's fixtures), not by ``make test``: on CI's budget the end-to-end test's per-pod quota checks and
+``tests/integration/test_pod_runner.py``'s CPU-time ratio cover what it shows.
 """
 
 from __future__ import annotations
