@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet bench-reaction bench-faults bench-units accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e planner -e 'spark[spark]' -e operator
+	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark]' -e operator
 	@touch $@
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
@@ -57,7 +57,21 @@ THREADS ?= 6
 bench-fleet: venv
 	$(BIN)/python -m bench.fleet $(if $(THREADS),--threads $(THREADS))
 
-## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 85 minutes): tables on stdout, plot in bench/out/accuracy.png
+## bench-reaction: kubectl apply of a new budget -> the Deployment scaled, the rebalance at Nimbus, the budget verified, on a real API server (fake Nimbus and Prometheus), against a one-handler Kopf operator in the same run (20 applies each, APPLIES=N; about 10 minutes): tables on stdout, plot in bench/out/reaction.png. DIP=1: one rebalance's throughput dip on the test bed instead (Kafka-fed JVM topology, budget 0 -> 1; about 15 minutes): bench/out/reaction-dip.png
+APPLIES ?= 20
+bench-reaction: venv $(if $(DIP),prometheus)
+	$(BIN)/python -m bench.reaction $(if $(DIP),--dip,--applies $(APPLIES))
+
+## bench-faults: the operator SIGKILLed at a random moment of each of 20 applies on a real API server (fake Nimbus and Prometheus), restarted: does it converge, add nothing twice, post one event per budget (about 8 minutes): the fault table on stdout
+RUNS ?= 20
+bench-faults: venv
+	$(BIN)/python -m bench.faults --runs $(RUNS)
+
+## bench-units: units are real: a saturated CPU-bound bolt on one worker pod at 500m, 1000m and 500m again, through Storm (about 5 minutes; an assertion-bearing measurement, moved out of make test to keep CI within its budget)
+bench-units: venv prometheus
+	$(BIN)/python -m pytest -p tests.conftest bench/test_bolt_units.py -s
+
+## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 100 minutes): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus
 	$(BIN)/python -m bench.accuracy
 
@@ -137,3 +151,13 @@ kafka-up: venv kafka-home
 ## kafka-down: stop what kafka-up started
 kafka-down: venv
 	$(BIN)/python -m tests.harness.kafka.broker down
+
+# The whole test bed's daemons at once, in the background, for working by hand (tests and benchmarks start
+# their own).
+.PHONY: testbed-up testbed-down
+
+## testbed-up: the control plane, ZooKeeper + Nimbus + SUPERVISORS Supervisors and a Kafka broker, in the background (state under .run/)
+testbed-up: cluster-up storm-up kafka-up
+
+## testbed-down: stop what testbed-up started
+testbed-down: kafka-down storm-down cluster-down
