@@ -19,7 +19,7 @@ from tests.harness.bed.scenarios import (
     JVM_LINEAR,
     SCENARIOS,
 )
-from tests.harness.bed.stack import kafka_properties, storm_topology, worker_deployment
+from tests.harness.bed.stack import kafka_properties, overhead_settled, storm_topology, worker_deployment
 from tests.harness.storm.topology import flux_file, topology_properties
 from tests.harness.tools.accuracy import Report, Step, fitted, fitted_components, predictions
 
@@ -183,3 +183,20 @@ def test_component_rates_are_each_counts_difference_over_the_sinks_window() -> N
     measured = Measured(start, end)
     assert measured.rate == pytest.approx(10.0)
     assert measured.component_rates() == pytest.approx({"2": 20.0, "3": 10.0})
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "settled"),
+    [
+        ([0.053, 0.055], [0.054, 0.052], True),  # idle and steady
+        ([], [0.054, 0.052], False),  # one window says nothing yet
+        ([0.190, 0.185], [0.188, 0.190], False),  # steady, but booting: near the 200m limit
+        ([0.090, 0.055], [0.060, 0.054], False),  # a pod still coming down
+        ([0.100, 0.060], [0.090, 0.061], True),  # within 15 % of a larger reading
+        ([0.053], [0.054, 0.052], False),  # a pod came or went
+    ],
+)
+def test_the_pods_overhead_is_read_only_once_it_settled(
+    previous: list[float], current: list[float], settled: bool
+) -> None:
+    assert overhead_settled(previous, current, limit_cores=0.2) is settled

@@ -26,13 +26,14 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 
+from stormscale.operator.policy import millicores
 from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
 from tests.harness.kafka.broker import KafkaBroker
@@ -59,8 +60,28 @@ APPLY_TIMEOUT_S = 600.0
 DELETE_TIMEOUT_S = 180.0
 OVERHEAD_WARM_S = 30.0
 OVERHEAD_DRAIN_S = 15.0
-OVERHEAD_WINDOW_S = 20.0
+#: The overhead is read in windows of this length until two in a row agree (:func:`overhead_settled`).
+OVERHEAD_WINDOW_S = 10.0
+OVERHEAD_SETTLE_TIMEOUT_S = 240.0
+#: Two windows agree when every pod's CPU differs by at most this (cores) or this share of it.
+OVERHEAD_TOLERANCE_CORES = 0.010
+OVERHEAD_TOLERANCE_SHARE = 0.15
+#: A pod above this share of its limit with no tuples to work on is still booting (JIT at a fifth of a core).
+OVERHEAD_MAX_SHARE = 0.6
 Log = Callable[[str], None]
+
+
+def overhead_settled(previous: Sequence[float], current: Sequence[float], limit_cores: float) -> bool:
+    """Idle pods' CPU (cores, one reading per pod) has settled: every pod below
+    :data:`OVERHEAD_MAX_SHARE` of its limit, and within max(:data:`OVERHEAD_TOLERANCE_CORES`,
+    :data:`OVERHEAD_TOLERANCE_SHARE` · its value) of the previous window's reading."""
+    if len(previous) != len(current) or not current:
+        return False
+    return all(
+        now < OVERHEAD_MAX_SHARE * limit_cores
+        and abs(now - then) <= max(OVERHEAD_TOLERANCE_CORES, OVERHEAD_TOLERANCE_SHARE * then)
+        for then, now in zip(previous, current, strict=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -412,20 +433,36 @@ class Stack:
     def measure_pod_overhead(self, scenario: Scenario) -> str:
         """What a worker pod uses whatever its tuples, as a user would measure it for the spec's
         ``workers.podOverheadCPU``: the topology deactivated (no tuples), the pods' mean CPU over
-        :data:`OVERHEAD_WINDOW_S` once warm (JIT) and drained. Kept for the StormTopology."""
+        windows of :data:`OVERHEAD_WINDOW_S` until two in a row agree and no pod is still booting
+        (:func:`overhead_settled`; worker JVMs in 200m pods took over a minute to boot on a busy
+        machine, and an overhead read while they did (~180m) made every unsaturated bolt read idle).
+        Kept for the StormTopology."""
         time.sleep(OVERHEAD_WARM_S)
         self.nimbus().deactivate(scenario.name)
+        limit = millicores(scenario.unit_cpu) / 1000
         try:
             time.sleep(OVERHEAD_DRAIN_S)
             groups = self.pod_cgroups(scenario)
-            before, start = {n: g.usage_us() for n, g in groups.items()}, time.monotonic()
-            time.sleep(OVERHEAD_WINDOW_S)
-            seconds = time.monotonic() - start
-            cores = [(g.usage_us() - before[n]) / 1e6 / seconds for n, g in groups.items()]
+            deadline = time.monotonic() + OVERHEAD_SETTLE_TIMEOUT_S
+            previous: list[float] = []
+            while True:
+                before, start = {n: g.usage_us() for n, g in groups.items()}, time.monotonic()
+                time.sleep(OVERHEAD_WINDOW_S)
+                seconds = time.monotonic() - start
+                cores = [(g.usage_us() - before[n]) / 1e6 / seconds for n, g in groups.items()]
+                if overhead_settled(previous, cores, limit):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{scenario.name}: the idle pods' CPU never settled within "
+                        f"{OVERHEAD_SETTLE_TIMEOUT_S:.0f} s (last two windows, millicores: "
+                        f"{[round(1000 * c) for c in previous]}, {[round(1000 * c) for c in cores]})"
+                    )
+                previous = cores
         finally:
             self.nimbus().activate(scenario.name)
         quantity = f"{round(1000 * sum(cores) / len(cores))}m"
-        self.log(f"[stack] pods' overhead (deactivated, {OVERHEAD_WINDOW_S:.0f} s): {quantity} per pod")
+        self.log(f"[stack] pods' overhead (deactivated, settled): {quantity} per pod")
         self.pod_overhead[scenario.name] = quantity
         return quantity
 

@@ -134,3 +134,15 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(
     assert err == "stormscale-aggregate: error: samples: missing column 'ts' (see docs/formats/samples.md)\n"
     assert not out.exists()
     assert spark.range(1).count() == 1  # the test session survived the in-process run
+
+
+def test_a_bolt_whose_pods_never_rose_above_the_overhead_names_the_overhead(run: Runner, tmp_path: Path) -> None:
+    """The pods' CPU less ``workers.podOverheadCPU`` stayed at 0 (the overhead read while the worker
+    JVMs still booted) while the bolt executed tuples: the error says so, not "no samples"."""
+    scenario = synthetic.Scenario(name="linear", duration_s=300, noise=0.0, cpu_components=("4",))
+    table = synthetic.generate(LINEAR, scenario)
+    is_cpu = pc.and_(pc.equal(table["component"], "4"), pc.equal(table["metric"], "cpu_seconds_total"))
+    table = table.set_column(
+        table.schema.get_field_index("value"), "value", pc.if_else(is_cpu, 0.0, table["value"])
+    )
+    fails(run, samples(tmp_path, table), "'4': executed .* tuples/s but its pods' CPU never rose above")

@@ -227,6 +227,18 @@ def _spout(
     return formulas.output_per_unit(offered, units)
 
 
+def _idle_while_executing(where: str, source: int, executed: float) -> str:
+    """Why a bolt that executed tuples reads as never busy: with busy time from the pods' CPU, the
+    pods used no more than the overhead the spec subtracts (``workers.podOverheadCPU`` set too high,
+    e.g. measured while the worker JVMs were still booting)."""
+    if BUSY_SOURCES[source] == "pod-cpu":
+        return (
+            f"{where}: executed {executed:.3g} tuples/s but its pods' CPU never rose above "
+            "workers.podOverheadCPU: the overhead is set at or above what an idle pod uses"
+        )
+    return f"{where}: executed {executed:.3g} tuples/s with a busy time of 0; capacity cannot be estimated"
+
+
 def _bolt(
     *,
     where: str,
@@ -241,8 +253,10 @@ def _bolt(
         raise AggregationError(
             f"{where}: no tuples executed in the steady window; capacity cannot be estimated"
         )
-    if stats.busy_max is None or stats.busy_max <= 0:
+    if stats.busy_max is None:
         raise AggregationError(f"{where}: no execute_latency_ms or capacity samples; busy time unknown")
+    if stats.busy_max <= 0:
+        raise AggregationError(_idle_while_executing(where, stats.busy_source, executed))
     capacity = formulas.capacity_per_unit(executed, float(units), stats.busy_max)
     entry["capacityPerUnit"] = _num(capacity)
     skew = stats.busy_max / stats.busy_mean if stats.busy_mean else None
