@@ -136,7 +136,7 @@ def test_cli_exits_2_with_one_line_and_writes_nothing(
     assert spark.range(1).count() == 1  # the test session survived the in-process run
 
 
-def test_a_bolt_whose_pods_never_rose_above_the_overhead_names_the_overhead(run: Runner, tmp_path: Path) -> None:
+def test_a_bolt_whose_pods_never_rose_above_the_overhead_names_it(run: Runner, tmp_path: Path) -> None:
     """The pods' CPU less ``workers.podOverheadCPU`` stayed at 0 (the overhead read while the worker
     JVMs still booted) while the bolt executed tuples: the error says so, not "no samples"."""
     scenario = synthetic.Scenario(name="linear", duration_s=300, noise=0.0, cpu_components=("4",))
