@@ -291,18 +291,23 @@ def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
 
 
 DAEMONS_PARENT = "stormscale-daemons"
-DEFAULT_SHARES = 1024
 
 
 @contextlib.contextmanager
 def daemons_group(name: str | None = None, fs: Path = CGROUP_FS) -> Iterator[CpuCgroup]:
     """Move this process, and so every process it starts from now on, into the CPU cgroup
-    ``stormscale-daemons/<name>`` (default weight, no quota); move it back and remove the group at exit.
+    ``stormscale-daemons/<name>`` (no quota); move it back and remove the group at exit.
+
+    The parent has the maximum weight, as the pods' parent has: against work outside the bed (builds,
+    unit tests of other sessions: each process at the root has the default 1024) the daemons keep
+    their CPU, and against the pods, which share the same weight, they cannot take the pods' quotas
+    (the pods together stay within a core). At the default weight a moving-load run beside three
+    busy processes saw its operator, Kafka and Nimbus slowed to a quarter of a core.
 
     Processes it started before stay where they are; so do pod replicas, which join their own groups.
     """
     group = CpuCgroup.create(
-        DAEMONS_PARENT, name or str(os.getpid()), CpuResources(None, 1000), fs, parent_shares=DEFAULT_SHARES
+        DAEMONS_PARENT, name or str(os.getpid()), CpuResources(None, 1000), fs, parent_shares=MAX_SHARES
     )
     before = [_own_group_file(directory, fs) for directory in group.directories()]
     for join in group.join_files:
