@@ -1,5 +1,8 @@
 """A real Storm 2.8 cluster on loopback: ZooKeeper, Nimbus and N Supervisors as ``java -cp`` processes.
 
+Nimbus runs Stormscale's scheduler (``scheduler/``; topologies without a placement go to Storm's
+DefaultScheduler through it) unless ``StormCluster(..., scheduler=False)``.
+
 The daemons' state and logs live in the run directory's ``storm/`` folder; how each is launched is
 in :mod:`tests.harness.storm.daemons`. There is no Storm UI: ``storm-webapp`` does not resolve on the
 reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift with the product's
@@ -42,6 +45,7 @@ from tests.harness.storm.daemons import (
     zookeeper_spec,
 )
 from tests.harness.storm.home import ensure_storm_home
+from tests.harness.storm.scheduler import ensure_scheduler_jar
 
 READY_TIMEOUT_S = 180.0
 
@@ -54,9 +58,11 @@ def supervisors_on(info: ClusterSummary, host: str) -> int:
 class StormCluster:
     """ZooKeeper + Nimbus started in order, plus Supervisors on demand; ``stop()`` ends them all."""
 
-    def __init__(self, run_dir: Path, storm_home: Path | None = None) -> None:
+    def __init__(self, run_dir: Path, storm_home: Path | None = None, *, scheduler: bool = True) -> None:
+        """``scheduler``: Nimbus runs Stormscale's scheduler (built first if missing), else Storm's own."""
         home = storm_home or ensure_storm_home()
-        self.endpoints = StormEndpoints(str(home), str(run_dir), free_port(), free_port())
+        jar = str(ensure_scheduler_jar()) if scheduler else ""
+        self.endpoints = StormEndpoints(str(home), str(run_dir), free_port(), free_port(), scheduler_jar=jar)
         self.launcher = SupervisorLauncher(self.endpoints)
         self.daemons: list[Daemon] = []
         self.supervisors: dict[str, Daemon] = {}
