@@ -353,7 +353,10 @@ def _show(value: object) -> str:
     """A short rendering of a JSON value for an error message."""
     if value is None:
         return "nothing"
-    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    try:
+        text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    except (TypeError, ValueError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:39] + "…"
 
 

@@ -69,9 +69,13 @@ public final class PlacementScheduler implements IScheduler {
             Object raw = topology.getConf().get(Placement.KEY);
             if (raw == null) {
                 byDefault.add(topology);
-                if (!NO_PLACEMENT.equals(said.put(topology.getId(), NO_PLACEMENT))) {
+                String before = said.put(topology.getId(), NO_PLACEMENT);
+                if (!NO_PLACEMENT.equals(before)) {
                     LOG.info("Stormscale scheduler: topology {} ({}): {}", topology.getName(), topology.getId(),
                         NO_PLACEMENT);
+                    if (before != null) {
+                        cluster.setStatus(topology.getId(), "");  // no word of ours left from a placement
+                    }
                 }
                 continue;
             }
@@ -191,9 +195,11 @@ public final class PlacementScheduler implements IScheduler {
         return byComponent;
     }
 
-    /** Set the topology's scheduler status; log the message once (warn: a problem). */
+    /** Set the topology's scheduler status and log the message, each once (warn: a problem). */
     private void report(Cluster cluster, TopologyDetails topology, String message, boolean warn) {
-        cluster.setStatus(topology.getId(), message);
+        if (!message.equals(cluster.getStatus(topology.getId()))) {
+            cluster.setStatus(topology.getId(), message);  // Cluster logs each call: only on a change
+        }
         if (message.equals(said.put(topology.getId(), message))) {
             return;
         }
