@@ -133,6 +133,9 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
     control_plane: ControlPlane, storm_cluster: StormCluster, two_slot_pods: PodRunner, namespace: str
 ) -> None:
     ep = storm_cluster.endpoints
+    assert ep.scheduler_jar, (
+        "the session's Nimbus runs Storm's own scheduler (STORMSCALE_NIMBUS_SCHEDULER=storm)"
+    )
     nimbus = ep.nimbus(timeout_s=20)
     host = [storm_cluster.launcher.host_for(f"{namespace}-{DEPLOYMENT}-{i}") for i in range(3)]
     control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=workers(2))
