@@ -154,12 +154,14 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         submit(ep, "linear", OVERRIDES, conf={PLACEMENT_KEY: a.to_json()}, language="jvm")
         wait_for(runs(a), PLACED_S, f"placement (a) {a.to_json()}")
         info = nimbus.topology_info(NAME)
-        pod_of = pods_by_ip(control_plane, namespace)
+        wait_for(lambda: {host[0], host[1]} <= set(pods_by_ip(control_plane, namespace)), 60, "pod IPs")
+        pod_of = pods_by_ip(control_plane, namespace)  # a Supervisor's hostname is its pod's IP
+        first, second = pod_of[host[0]], pod_of[host[1]]
         assert {(e.component, pod_of[e.host]) for e in info.executors if e.component != "__system"} == {
-            ("1", f"{namespace}-{DEPLOYMENT}-1"),
-            ("2", f"{namespace}-{DEPLOYMENT}-1"),
-            ("3", f"{namespace}-{DEPLOYMENT}-0"),
-            ("4", f"{namespace}-{DEPLOYMENT}-0"),
+            ("1", second),
+            ("2", second),
+            ("3", first),
+            ("4", first),
         }
         assert info.sched_status.startswith(f"placed as {PLACEMENT_KEY} says"), info.sched_status
 
