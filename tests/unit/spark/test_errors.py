@@ -141,7 +141,10 @@ def test_a_bolt_whose_pods_never_rose_above_the_overhead_names_it(run: Runner, t
     JVMs still booted) while the bolt executed tuples: the error says so, not "no samples"."""
     scenario = synthetic.Scenario(name="linear", duration_s=300, noise=0.0, cpu_components=("4",))
     table = synthetic.generate(LINEAR, scenario)
-    is_cpu = pc.and_(pc.equal(table["component"], "4"), pc.equal(table["metric"], "cpu_seconds_total"))
+    is_cpu = pc.and_(
+        pc.equal(table["component"], pa.scalar("4")),
+        pc.equal(table["metric"], pa.scalar("cpu_seconds_total")),
+    )
     table = table.set_column(
         table.schema.get_field_index("value"), "value", pc.if_else(is_cpu, 0.0, table["value"])
     )
