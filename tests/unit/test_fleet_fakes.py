@@ -20,6 +20,7 @@ from stormscale.planner import load_profile
 from stormscale.storm import Endpoint, NimbusClient, NimbusUnavailableError, TopologyNotFoundError
 from stormscale.storm.errors import RequestRejectedError
 from stormscale.storm.model import RebalanceRequest
+from stormscale.storm.placement import PLACEMENT_KEY, Placement, layout_problems, rebalance_request
 from stormscale.storm.samples import Pod, PrometheusError, PrometheusUnavailableError, SampleReader, Window
 from stormscale.storm.samples.queries import QUERIES
 from tests.harness.fakes import nimbus as fake_nimbus
@@ -122,6 +123,30 @@ def test_a_rebalance_runs_the_new_executors_after_its_wait(fakes: Fakes) -> None
     assert len(fakes.fleet.requests) == 1  # a refused request is not kept
     fakes.fleet.restart("t-000")
     assert dict(port.describe("t-000").executors) == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_a_placement_rebalance_is_kept_and_run_as_placed(fakes: Fakes) -> None:
+    placement = Placement.of([[{"1": 1, "__acker": 1}, {"2": 2}], [{"3": 3}], [{"4": 1}]], ["10.9.9.9"])
+    fakes.client.rebalance("t-000", rebalance_request(placement, wait_secs=5))
+    (request,) = fakes.fleet.requests
+    assert request.conf_overrides == {PLACEMENT_KEY: placement.to_json()}
+    assert (request.executors, request.workers) == ({"1": 1, "2": 2, "3": 3, "4": 1}, 4)
+    fakes.clock.now += 5
+    info = fakes.client.topology_info("t-000")
+    assert layout_problems(placement, info) == []
+    assert info.sched_status == f"placed as {PLACEMENT_KEY} says"
+    assert {e.host for e in info.executors if e.component == "1"} == {"10.9.9.9"}
+    short = Placement.of([[{"1": 1, "__acker": 1}, {"2": 1}], [{"3": 3}], [{"4": 1}]])
+    with pytest.raises(RequestRejectedError, match="component '2': 1 executors placed, the topology has 2"):
+        fakes.client.rebalance(
+            "t-000", RebalanceRequest(workers=3, conf_overrides={PLACEMENT_KEY: short.to_json()})
+        )
+    fakes.client.rebalance(
+        "t-000", RebalanceRequest(workers=3, conf_overrides={PLACEMENT_KEY: short.to_json()}), validate=False
+    )
+    info = fakes.client.topology_info("t-000")
+    assert layout_problems(short, info) == ["component '2': 1 executors placed, the topology has 2"]
+    assert info.sched_status.endswith("scheduled by DefaultScheduler")
 
 
 def test_the_fake_prometheus_answers_parse_with_the_real_reader(fakes: Fakes) -> None:

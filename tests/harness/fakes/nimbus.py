@@ -12,8 +12,12 @@ It answers the calls the operator and the exporter make, as Nimbus does:
 * ``getTopologyPageInfo`` (per-component aggregates) and ``getUserTopology`` (the submitted graph,
   shuffle groupings on ``default``);
 * ``rebalance``: the topology is ``REBALANCING`` for the request's ``wait_secs``, then runs the new
-  executors and workers (new executor ids, uptime from 0). Each accepted request is kept, with the
-  time it arrived on the fake's clock (:attr:`Fleet.requests`: bench/reaction.py's apply → rebalance).
+  executors and workers (new executor ids, uptime from 0) with the request's conf overrides merged
+  into its conf. Each accepted request is kept, with the time it arrived on the fake's clock and its
+  conf overrides (:attr:`Fleet.requests`: bench/reaction.py's apply → rebalance).
+* placement: a topology whose conf has a ``stormscale.placement`` that covers its executors runs
+  them as it says (pod i on its pinned host, else on a Supervisor of its own; worker j on port
+  6700 + j), as Stormscale's scheduler does; ``sched_status`` says which.
 
 An unknown topology raises ``NotAliveException``; a rebalance naming an unknown component or more
 executors than tasks raises ``InvalidTopologyException``. Kill, activate and deactivate are not served.
@@ -21,9 +25,11 @@ executors than tasks raises ``InvalidTopologyException``. Kill, activate and dea
 
 from __future__ import annotations
 
+import json
 import socketserver
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,11 +41,15 @@ from thriftpy2.transport import TTransportException, framed
 from thriftpy2.transport import socket as tsocket
 
 from stormscale.planner import FlowModel, Topology, evaluate
+from stormscale.storm import placement as placement_format
 from stormscale.storm.idl import NIMBUS
+from stormscale.storm.model import Executor
+from stormscale.storm.placement import PLACEMENT_KEY
 
 VERSION = "2.8.3"
 WINDOWS = (":all-time", "600", "10800", "86400")
 FIRST_PORT = 6700
+ACKER = "__acker"
 # thriftpy2's untyped pure-Python transports and protocol, as ``Any`` for mypy.
 _TSocket: Any = tsocket.TSocket
 _TFramedTransport: Any = framed.TFramedTransport
@@ -84,8 +94,10 @@ class RunningTopology:
     submitted_s: float
     started_s: float
     status: str = "ACTIVE"
-    #: A rebalance in progress: (when it ends, executors, workers).
-    rebalancing: tuple[float, dict[str, int], int] | None = None
+    #: A rebalance in progress: (when it ends, executors, workers, conf overrides).
+    rebalancing: tuple[float, dict[str, int], int, dict[str, Any]] | None = None
+    #: The topology conf's keys set by rebalances (``topology_conf_overrides``).
+    conf: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -94,19 +106,21 @@ class RunningTopology:
     def settle(self, now: float) -> None:
         """Finish a rebalance whose wait has passed: new executors, new workers, uptime from 0."""
         if self.rebalancing is not None and now >= self.rebalancing[0]:
-            _, self.executors, self.workers = self.rebalancing
+            _, self.executors, self.workers, overrides = self.rebalancing
+            self.conf.update(overrides)
             self.rebalancing, self.status, self.started_s = None, "ACTIVE", now
 
 
 @dataclass(frozen=True)
 class Rebalanced:
     """A rebalance Nimbus accepted: when it arrived (the fleet's clock, as the call was decoded), for
-    which topology, and the executors and workers it asked for."""
+    which topology, the executors and workers it asked for, and its conf overrides (parsed)."""
 
     at: float
     name: str
     executors: dict[str, int]
     workers: int
+    conf_overrides: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -144,6 +158,7 @@ class Fleet:
             t = self.topologies[name]
             t.executors = {c.id: c.units for c in t.profile.components}
             t.workers, t.rebalancing, t.status = sum(t.executors.values()), None, "ACTIVE"
+            t.conf.clear()
             t.started_s = self.clock()
 
     def host_of(self, index: int) -> str:
@@ -232,11 +247,39 @@ def topology_info(fleet: Fleet, t: RunningTopology, now: float) -> Any:
             stats = executor_stats(executed / n, emitted / n, parents, latency, up)
             executors.append(_executor(fleet, t, c.id, (start, end), worker=worker, up=up, stats=stats))
         task += t.tasks[c.id]
-    executors.append(_executor(fleet, t, "__acker", (task, task), worker=0, up=up, stats=None))
+    executors.append(_executor(fleet, t, ACKER, (task, task), worker=0, up=up, stats=None))
+    status = _place(fleet, t, executors)
     executors.append(_executor(fleet, t, "__system", (-1, -1), worker=0, up=up, stats=None))
     return NIMBUS.TopologyInfo(
-        id=t.id, name=t.name, uptime_secs=_uptime(t.submitted_s, now), executors=executors, status=t.status
+        id=t.id,
+        name=t.name,
+        uptime_secs=_uptime(t.submitted_s, now),
+        executors=executors,
+        status=t.status,
+        sched_status=status,
     )
+
+
+def _place(fleet: Fleet, t: RunningTopology, executors: list[Any]) -> str:
+    """Move ``executors`` to the hosts and ports of the topology's placement, if its conf has one that
+    covers them; the scheduler's status either way."""
+    if PLACEMENT_KEY not in t.conf:
+        return ""
+    try:
+        placement = placement_format.parse(t.conf[PLACEMENT_KEY])
+        placement.check_covers(Counter(e.component_id for e in executors))
+    except placement_format.PlacementError as err:
+        return f"{err}: scheduled by DefaultScheduler"
+    by_task = {(e.component_id, e.executor_info.task_start): e for e in executors}
+    ids = [Executor(e.component_id, e.executor_info.task_start, 0, "", 0, 0) for e in executors]
+    workers = iter(placement_format.expected_workers(placement, ids))
+    for i, pod in enumerate(placement.pods):
+        host = pod.supervisor or fleet.host_of((t.index * 7 + i) % fleet.supervisors)
+        for port, _ in enumerate(pod.workers, start=FIRST_PORT):
+            for e in next(workers):
+                by_task[(e.component, e.task_start)].host = host
+                by_task[(e.component, e.task_start)].port = port
+    return f"placed as {PLACEMENT_KEY} says"
 
 
 def _executor(
@@ -382,15 +425,18 @@ class NimbusHandler:
         arrived = fleet.clock()
         with fleet.lock:
             t = fleet.running(name)
-            executors = {**t.executors, **(options.num_executors or {})}
-            for cid, count in sorted(executors.items()):
-                if cid not in t.tasks or not 1 <= count <= t.tasks[cid]:
+            tasks = {**t.tasks, ACKER: 1}  # the fake runs one acker task
+            for cid, count in sorted((options.num_executors or {}).items()):
+                if cid not in tasks or not 1 <= count <= tasks[cid]:
                     raise NIMBUS.InvalidTopologyException(msg=f"{cid}: {count} executors for {name}")
+            executors = {**t.executors, **(options.num_executors or {})}
+            executors.pop(ACKER, None)
+            overrides = json.loads(options.topology_conf_overrides or "{}")
             workers = options.num_workers if options.num_workers is not None else t.workers
-            t.rebalancing = (fleet.clock() + (options.wait_secs or 0), executors, workers)
+            t.rebalancing = (fleet.clock() + (options.wait_secs or 0), executors, workers, overrides)
             t.status = "REBALANCING"
             fleet.rebalances += 1
-            fleet.requests.append(Rebalanced(arrived, name, executors, workers))
+            fleet.requests.append(Rebalanced(arrived, name, executors, workers, overrides))
 
 
 class _Server(socketserver.ThreadingTCPServer):

@@ -4,14 +4,19 @@ round trips, coverage, the task-order fill, and checking what Nimbus reports aga
 from __future__ import annotations
 
 import json
+import struct
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from thriftpy2.protocol import TBinaryProtocolFactory
+from thriftpy2.transport import TMemoryBuffer
 
-from stormscale.storm.model import Executor, TopologyInfo
+from stormscale.storm.idl import NIMBUS
+from stormscale.storm.model import Executor, RebalanceRequest, TopologyInfo
 from stormscale.storm.placement import (
     PLACEMENT_KEY,
     Placement,
@@ -20,10 +25,14 @@ from stormscale.storm.placement import (
     executor_counts,
     expected_workers,
     layout_problems,
+    override_problems,
     parse,
+    rebalance_request,
 )
 from tests.unit.fuzzing import outcome
 
+Buffer: Any = TMemoryBuffer  # thriftpy2's transports and protocols are untyped
+Binary: Any = TBinaryProtocolFactory
 CASES = json.loads(
     (Path(__file__).parents[3] / "scheduler/src/test/resources/placement-cases.json").read_text()
 )
@@ -191,3 +200,42 @@ def test_every_placement_round_trips_through_its_json(pods: list[Any], pins: lis
 @given(st.one_of(st.text(max_size=200), st.from_regex(r'\{"version": ?1, ?"pods": ?\[.{0,80}\]\}')))
 def test_any_text_parses_or_fails_with_one_line(text: str) -> None:
     outcome(parse, text, PlacementError)
+
+
+def test_a_rebalance_request_carries_the_placement_its_executors_and_workers() -> None:
+    request = rebalance_request(PLACED, wait_secs=3)
+    assert (request.wait_secs, request.workers, dict(request.executors)) == (
+        3,
+        3,
+        {"__acker": 1, "bolt": 3, "spout": 1},
+    )
+    assert parse(request.conf_overrides[PLACEMENT_KEY]) == PLACED
+    assert override_problems(request, info(*as_placed())) == []
+    assert override_problems(RebalanceRequest(workers=2), info(*as_placed())) == []
+
+
+def test_override_problems_check_the_placement_against_the_executors_after_the_rebalance() -> None:
+    running = info(*as_placed())
+    grown = RebalanceRequest(
+        workers=3, executors={"bolt": 4}, conf_overrides={PLACEMENT_KEY: PLACED.to_json()}
+    )
+    assert override_problems(grown, running) == [
+        f"{PLACEMENT_KEY}: component 'bolt': 3 executors placed, the topology has 4"
+    ]
+    assert override_problems(replace(grown, executors={}, workers=4), running) == [
+        f"{PLACEMENT_KEY} has 3 workers, the rebalance asks for 4"
+    ]
+    assert override_problems(replace(grown, conf_overrides={PLACEMENT_KEY: "{}"}), running) == [
+        f"{PLACEMENT_KEY}: version must be 1, got nothing"
+    ]
+    assert override_problems(replace(grown, conf_overrides={PLACEMENT_KEY: {"version": 1}}), running) == [
+        f'{PLACEMENT_KEY} must be a JSON string, got {{"version": 1}}'
+    ]
+
+
+def test_the_conf_overrides_go_out_as_rebalance_options_field_5_a_string() -> None:
+    """Field 5 of storm-client 2.8.3's RebalanceOptions is ``topology_conf_overrides``, an optional
+    string (its generated class's metadata): binary protocol type 11 (STRING), id 5, then the text."""
+    out = Buffer()
+    NIMBUS.RebalanceOptions(topology_conf_overrides='{"a":1}').write(Binary().get_protocol(out))
+    assert out.getvalue() == b"\x0b\x00\x05" + struct.pack("!i", 7) + b'{"a":1}' + b"\x00"

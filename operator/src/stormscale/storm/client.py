@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import socket
 import struct
 import time
@@ -40,7 +41,8 @@ from stormscale.storm.model import (
     TopologyStructure,
     TopologySummary,
 )
-from stormscale.storm.stats import check_rebalance, tasks_per_component
+from stormscale.storm.placement import override_problems
+from stormscale.storm.stats import check_rebalance, rebalance_tasks
 from stormscale.storm.wire import check_reply_frame
 
 #: The deadline of one whole call (connect, send, every read of the answer), not of each socket read.
@@ -244,14 +246,19 @@ class NimbusClient:
         """Ask the leader to rebalance topology ``name``.
 
         Nimbus itself refuses unknown components and counts below 1 but silently caps executors at the
-        task count; with ``validate`` the request is first checked against the running topology's tasks.
+        task count; with ``validate`` the request is first checked against the running topology's tasks
+        (system components such as ``__acker`` included), and a placement among its conf overrides
+        against the executors the rebalance leaves (Storm's scheduler would fall back without one).
         """
         if validate:
-            check_rebalance(name, request, tasks_per_component(self.topology_info(name)))
+            info = self.topology_info(name)
+            check_rebalance(name, request, rebalance_tasks(info), override_problems(request, info))
+        overrides = dict(request.conf_overrides)
         options = NIMBUS.RebalanceOptions(
             wait_secs=request.wait_secs,
             num_workers=request.workers,
             num_executors=dict(request.executors) or None,
+            topology_conf_overrides=json.dumps(overrides, separators=(",", ":")) if overrides else None,
         )
         self._call_leader("rebalance", name, options)
 

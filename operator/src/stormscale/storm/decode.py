@@ -98,7 +98,7 @@ def executor(raw: Any) -> Executor:
 def topology_info(raw: Any) -> TopologyInfo:
     """A TopologyInfo struct."""
     executors = tuple(sorted((executor(e) for e in raw.executors), key=lambda e: (e.component, e.task_start)))
-    return TopologyInfo(raw.id, raw.name, raw.status, raw.uptime_secs, executors)
+    return TopologyInfo(raw.id, raw.name, raw.status, raw.uptime_secs, executors, raw.sched_status or "")
 
 
 def _aggregate(name: str, kind: Kind, raw: Any) -> ComponentAggregate:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 ALL_TIME = ":all-time"
 TEN_MINUTES = "600"
 SYSTEM_PREFIX = "__"
+#: Storm's per-worker system component: one in every worker, never set by a rebalance or a placement.
+SYSTEM_COMPONENT = "__system"
 
 
 def is_system(name: str) -> bool:
@@ -155,6 +158,8 @@ class TopologyInfo:
     status: str
     uptime_s: int
     executors: tuple[Executor, ...]
+    #: What the scheduler says about the topology (Storm's ``sched_status``; empty when it says nothing).
+    sched_status: str = ""
 
     def user_executors(self) -> tuple[Executor, ...]:
         """Executors of user components (no ``__acker``, ``__system``, ...)."""
@@ -219,8 +224,11 @@ class TopologyStructure:
 
 @dataclass(frozen=True)
 class RebalanceRequest:
-    """Set executors per component and the worker count in one rebalance (None leaves it as is)."""
+    """Set executors per component and the worker count in one rebalance (None leaves it as is), and
+    merge ``conf_overrides`` (JSON values) into the topology conf, e.g. the operator's placement
+    (``stormscale.storm.placement.rebalance_request`` builds the whole request from one)."""
 
     wait_secs: int = 0
     workers: int | None = None
     executors: Mapping[str, int] = field(default_factory=dict)
+    conf_overrides: Mapping[str, Any] = field(default_factory=dict)

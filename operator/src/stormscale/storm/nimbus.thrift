@@ -94,6 +94,7 @@ struct TopologyInfo {
   3: required i32 uptime_secs;
   4: required list<ExecutorSummary> executors;
   5: required string status;
+  513: optional string sched_status;  // the scheduler's word on the topology (e.g. why it waits)
 }
 
 enum NumErrorsChoice { ALL, NONE, ONE }
@@ -186,6 +187,9 @@ struct RebalanceOptions {
   1: optional i32 wait_secs;
   2: optional i32 num_workers;
   3: optional map<string, i32> num_executors;
+  // A JSON object merged into the topology conf before it is scheduled again (Storm 2): the
+  // operator's placement travels here (key "stormscale.placement", docs/scheduler.md).
+  5: optional string topology_conf_overrides;
 }
 
 struct KillOptions {

@@ -19,8 +19,9 @@ JSON string, given at submit time or set by a rebalance (``topology_conf_overrid
 
 The API: build with :meth:`Placement.of`, write with :meth:`Placement.to_json`, read with
 :func:`parse`, check against a topology with :meth:`Placement.check_covers` (executor counts from
-:func:`executor_counts`) and against what Nimbus reports with :func:`layout_problems`. Every error is
-a :class:`PlacementError` with a one-line message. Pure: no I/O.
+:func:`executor_counts`), apply with :func:`rebalance_request` (``NimbusClient.rebalance`` checks it
+with :func:`override_problems`), and check what Nimbus reports with :func:`layout_problems`. Every
+error is a :class:`PlacementError` with a one-line message. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stormscale.storm.model import Executor, TopologyInfo
+from stormscale.storm.model import SYSTEM_COMPONENT, Executor, RebalanceRequest, TopologyInfo
 
 #: The topology conf key that carries the placement (a JSON string).
 PLACEMENT_KEY = "stormscale.placement"
 #: The version of the format this module reads and writes.
 FORMAT_VERSION = 1
 #: Components a placement never lists: Storm adds one ``__system`` executor to every worker itself.
-UNPLACED = frozenset({"__system"})
+UNPLACED = frozenset({SYSTEM_COMPONENT})
 #: The largest executor count (Storm's executor ids are Java ints).
 MAX_COUNT = 2**31 - 1
 
@@ -178,6 +179,40 @@ def parse(text: str) -> Placement:
     placement = Placement(tuple(pods))
     _check(placement)
     return placement
+
+
+def rebalance_request(placement: Placement, wait_secs: int = 0) -> RebalanceRequest:
+    """The rebalance that applies ``placement``: its executors per component (system ones included),
+    its worker count, and the placement itself in the conf overrides, in one call."""
+    return RebalanceRequest(
+        wait_secs=wait_secs,
+        workers=placement.workers,
+        executors=placement.executors(),
+        conf_overrides={PLACEMENT_KEY: placement.to_json()},
+    )
+
+
+def override_problems(request: RebalanceRequest, info: TopologyInfo) -> list[str]:
+    """What is wrong with the placement among ``request``'s conf overrides, if any: unreadable, another
+    worker count than the request's, or not covering the executors the topology (``info``) has after
+    the request; empty without a placement."""
+    if PLACEMENT_KEY not in request.conf_overrides:
+        return []
+    text = request.conf_overrides[PLACEMENT_KEY]
+    if not isinstance(text, str):
+        return [f"{PLACEMENT_KEY} must be a JSON string, got {_show(text)}"]
+    try:
+        placement = parse(text)
+    except PlacementError as err:
+        return [str(err)]
+    problems = []
+    if request.workers is not None and request.workers != placement.workers:
+        problems.append(
+            f"{PLACEMENT_KEY} has {placement.workers} workers, the rebalance asks for {request.workers}"
+        )
+    after = {**executor_counts(info), **request.executors}
+    problems += [f"{PLACEMENT_KEY}: {p}" for p in placement.coverage_problems(after)]
+    return problems
 
 
 def executor_counts(info: TopologyInfo) -> dict[str, int]:

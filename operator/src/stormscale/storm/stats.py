@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from stormscale.storm.errors import RequestRejectedError
 from stormscale.storm.model import (
     ALL_TIME,
+    SYSTEM_COMPONENT,
     TEN_MINUTES,
     Executor,
     RebalanceRequest,
@@ -85,6 +86,16 @@ def tasks_per_component(info: TopologyInfo) -> dict[str, int]:
     return dict(tasks)
 
 
+def rebalance_tasks(info: TopologyInfo) -> dict[str, int]:
+    """Tasks per component a rebalance may set executors of: user components and Storm's system ones
+    (``__acker``, ``__eventlogger``, ...), but not ``__system`` (Storm runs one in every worker)."""
+    tasks: Counter[str] = Counter()
+    for e in info.executors:
+        if e.component != SYSTEM_COMPONENT:
+            tasks[e.component] += e.tasks
+    return dict(tasks)
+
+
 def rebalance_problems(request: RebalanceRequest, tasks: Mapping[str, int]) -> list[str]:
     """Why ``request`` cannot be applied to a topology with ``tasks`` per component (empty if it can)."""
     problems = []
@@ -100,8 +111,10 @@ def rebalance_problems(request: RebalanceRequest, tasks: Mapping[str, int]) -> l
     return problems
 
 
-def check_rebalance(name: str, request: RebalanceRequest, tasks: Mapping[str, int]) -> None:
-    """Raise RequestRejectedError naming every problem of ``request``."""
-    problems = rebalance_problems(request, tasks)
+def check_rebalance(
+    name: str, request: RebalanceRequest, tasks: Mapping[str, int], more: Sequence[str] = ()
+) -> None:
+    """Raise RequestRejectedError naming every problem of ``request`` (and the ``more`` found elsewhere)."""
+    problems = [*rebalance_problems(request, tasks), *more]
     if problems:
         raise RequestRejectedError(f"rebalance of {name} refused: " + "; ".join(problems))
