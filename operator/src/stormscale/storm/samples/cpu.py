@@ -157,17 +157,18 @@ def pod_busy(series: PodCpu, limit_cores: float | None) -> float | None:
     """A pod's CPU over its limit across the window (seed 004's ``totalCPU_T``, spec §10: usage over
     limit), its overhead included::
 
-        busy = Σ max(0, u_i − u_{i−1}) / (t_last − t_first) / limit
+        busy = Σ Δu_i / (t_last − t_first) / limit,    Δu_i = u_i − u_{i−1}, or u_i after a reset
 
-    (a counter reset adds nothing); the limit is cAdvisor's mean over the window, else the pod
-    spec's ``limit_cores``. ``None`` with fewer than two points or no limit.
+    (a counter that went down restarted from 0, as Prometheus's ``rate`` reads it); the limit is
+    cAdvisor's mean over the window, else the pod spec's ``limit_cores``. ``None`` with fewer than two
+    points or no limit.
     """
     points = sorted(series.usage.items())
     limits = [v for v in series.limit.values() if v > 0]
     limit = sum(limits) / len(limits) if limits else limit_cores
     if len(points) < 2 or limit is None or not limit > 0:
         return None
-    used = sum(max(0.0, u1 - u0) for (_, u0), (_, u1) in itertools.pairwise(points))
+    used = sum(u1 - u0 if u1 >= u0 else u1 for (_, u0), (_, u1) in itertools.pairwise(points))
     seconds = (points[-1][0] - points[0][0]) / 1000
     return used / seconds / limit if seconds > 0 else None
 
