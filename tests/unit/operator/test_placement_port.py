@@ -14,6 +14,7 @@ from stormscale.operator.adapters.nimbus import NimbusPort, placement_request
 from stormscale.operator.ports import RefusedError
 from stormscale.operator.status import PlacementStatus, PodLayout, ProvisionedUnit
 from stormscale.planner import load_profile
+from stormscale.planner.elasticity.units import Provisioned
 from stormscale.storm import Endpoint, NimbusClient
 from stormscale.storm.placement import PLACEMENT_KEY, parse
 from tests.harness.fakes import nimbus as fake_nimbus
@@ -68,7 +69,7 @@ def test_a_placement_travels_in_the_rebalance_and_is_read_back(
     assert now.pods == (({"1": 1}, {"2": 2}), ({"3": 2}, {"4": 1}))  # Storm's own executors left out
     assert len(set(now.hosts)) == 2
     assert None not in now.hosts
-    assert now.stack == (packing.Provisioned("3", 1, 0),)
+    assert now.stack == (Provisioned("3", 1, 0),)
 
 
 def test_a_layout_storm_does_not_run_is_read_from_nimbus_without_a_stack(
