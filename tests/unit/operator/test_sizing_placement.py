@@ -269,3 +269,19 @@ def test_scale_in_releases_the_last_provisioned_units_first() -> None:
     assert done.status["placement"]["stack"] == []
     assert done.status["units"] == {"1": 1, "2": 1, "3": 1, "4": 1}
     assert w.cluster.replicas == 4
+
+
+def test_a_placement_storm_stops_running_is_reported_not_rebalanced_again() -> None:
+    w = world(system={"__acker": 1})
+    sam = spec({"placement": "SAM", "slotsPerPod": 2})
+    done = converge(w, sam)
+    assert w.nimbus.placement is not None
+    w.nimbus.placement = [*w.nimbus.placement[1:], w.nimbus.placement[0]]  # a pod's workers moved away
+    drifted = run(w, sam, done.status, minutes=10)
+    assert conditions(drifted)["Degraded"] == ("True", "PlacementNotApplied")
+    assert "Nimbus no longer runs status.placement" in drifted.status["conditions"][2]["message"]
+    assert len(rebalances(w)) == 1
+    w.nimbus.placement = [[dict(w_) for w_ in pod["workers"]] for pod in done.status["placement"]["layout"]]
+    back = run(w, sam, drifted.status, minutes=11)
+    assert conditions(back)["Ready"] == ("True", "Applied")
+    assert len(rebalances(w)) == 1

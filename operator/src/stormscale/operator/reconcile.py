@@ -353,6 +353,9 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         return _apply(seen, dict(pending.units), pending.placement)
     st.status.pending = None
     if _converged(st.status, budget, storm, workers, policy):
+        drift = placement_drift(st.status.placement, storm, policy)
+        if drift:
+            return st.degraded(Reason.PLACEMENT_NOT_APPLIED, drift)
         st.healthy()
         st.set(PROGRESSING, False, Reason.STABLE, f"Budget {budget} is applied")
         st.set(READY, True, Reason.APPLIED, f"Budget {budget} is applied")
@@ -438,18 +441,39 @@ def slots_problem(storm: StormTopologyState, slots_per_pod: int) -> str | None:
 def _converged(
     status: StormTopologyStatus, budget: int, storm: StormTopologyState, workers: Workers, policy: Policy
 ) -> bool:
-    """Budget applied, Storm runs its units, the Deployment has its pods, and with
-    ``workers.placement`` Storm runs the last placement exactly."""
+    """Budget applied, Storm runs its units and the Deployment has its pods (with ``workers.placement``:
+    the last placement's, by the same strategy; whether Storm still runs it is
+    :func:`placement_drift`'s)."""
     units, placement = status.units, status.placement
     if status.applied_budget != budget or units is None or dict(storm.executors) != units:
         return False
     if policy.placement is None:
         return workers.replicas == replicas_for(units, policy.spec.workers.slots_per_pod)
     return (
-        placement is not None
-        and _kind(placement) == policy.placement
-        and workers.replicas == placement.pods
-        and not packing.problems(packing.as_placement(placement.counts()), storm, policy.spec.topology_name)
+        placement is not None and _kind(placement) == policy.placement and workers.replicas == placement.pods
+    )
+
+
+def placement_drift(
+    placement: PlacementStatus | None, storm: StormTopologyState, policy: Policy
+) -> str | None:
+    """Why Nimbus no longer runs the applied placement (a worker pod restarted, a Supervisor gone), or
+    ``None``. Nothing is sent again: Stormscale's scheduler assigns the placement once a Supervisor
+    is free, and a rebalance would only restart every worker."""
+    if policy.placement is None or placement is None:
+        return None
+    try:
+        problems = packing.problems(
+            packing.as_placement(placement.counts()), storm, policy.spec.topology_name
+        )
+    except PlacementError as err:
+        return f"status.placement: {err}"
+    if not problems:
+        return None
+    shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+    return (
+        f"Nimbus no longer runs status.placement: {shown} "
+        "(its scheduler assigns it again once a Supervisor is free)"
     )
 
 
