@@ -332,6 +332,8 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         _refresh_baseline(st, storm)
     baseline = dict(st.status.baseline or storm.executors)
     st.status.baseline = baseline
+    if policy.sizing is None:  # scaling.sizing and targetRate removed: no sizing to show
+        st.status.sizing = None
     seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
     measured: MeasuredProfile | None = None
     pending = st.status.pending
