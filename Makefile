@@ -100,7 +100,7 @@ cluster-down:
 	$(PYTHON) -m tests.harness.kubernetes.control_plane down
 
 # The Storm and Prometheus part of the test bed (tests/harness/storm/, tests/harness/prometheus/; poms in tests/harness/assets/storm/).
-.PHONY: storm-home jvm-testbed prometheus storm-up storm-down
+.PHONY: storm-home jvm-testbed scheduler-jar prometheus storm-up storm-down
 
 ## storm-home: assemble Storm 2.8 from Maven Central into .cache/storm-<version>/ (only when missing)
 storm-home:
@@ -109,6 +109,10 @@ storm-home:
 ## jvm-testbed: build the JVM benchmark components' topology jar into .cache/jvm-testbed/ (only when its sources changed)
 jvm-testbed:
 	$(PYTHON) -m tests.harness.storm.jvm
+
+## scheduler-jar: build Stormscale's Nimbus scheduler (scheduler/, JUnit tests included) into .cache/scheduler/ (only when its sources changed); the test bed's Nimbus runs it
+scheduler-jar:
+	$(PYTHON) -m tests.harness.storm.scheduler
 
 ## prometheus: install Prometheus from Debian's package if /usr/bin/prometheus is missing (root)
 prometheus:

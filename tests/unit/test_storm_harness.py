@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness.prometheus.server import SD_JOB, StaticJob, scrape_config
-from tests.harness.storm.daemons import StormEndpoints, SupervisorLauncher
+from tests.harness.storm.daemons import StormEndpoints, SupervisorLauncher, nimbus_spec
 from tests.harness.storm.topology import (
     SHAPES,
     TOPOLOGY_DIR,
@@ -58,6 +59,23 @@ def test_each_replica_gets_its_own_host_folder_and_slot(endpoints: StormEndpoint
     assert conf["executor.metrics.frequency.secs"] <= 10
     assert f"-Dstorm.conf.file={a.extra['conf']}" in a.argv
     assert a.argv[-1] == "org.apache.storm.daemon.supervisor.Supervisor"
+
+
+def test_nimbus_runs_stormscales_scheduler_when_the_endpoints_name_its_jar(endpoints: StormEndpoints) -> None:
+    spec = nimbus_spec(replace(endpoints, scheduler_jar="/jars/stormscale-scheduler-x.jar"))
+    conf: dict[str, Any] = json.loads((endpoints.storm_dir / "nimbus" / "storm.yaml").read_text())
+    assert conf["storm.scheduler"] == "io.stormscale.scheduler.PlacementScheduler"
+    assert spec.argv[spec.argv.index("-cp") + 1].endswith(":/jars/stormscale-scheduler-x.jar")
+    spec = nimbus_spec(endpoints)
+    conf = json.loads((endpoints.storm_dir / "nimbus" / "storm.yaml").read_text())
+    assert "storm.scheduler" not in conf
+    assert "stormscale-scheduler" not in spec.argv[spec.argv.index("-cp") + 1]
+
+
+def test_a_replica_can_have_more_slots_than_the_launchers_default(endpoints: StormEndpoints) -> None:
+    spec = SupervisorLauncher(endpoints)("ns-workers-0", slots=2)
+    conf: dict[str, Any] = json.loads(Path(spec.extra["conf"]).read_text())
+    assert len(set(conf["supervisor.slots.ports"])) == 2
 
 
 def test_overrides_replace_defaults_and_unknown_shapes_are_refused() -> None:

@@ -1,5 +1,9 @@
 """A real Storm 2.8 cluster on loopback: ZooKeeper, Nimbus and N Supervisors as ``java -cp`` processes.
 
+Nimbus runs Stormscale's scheduler (``scheduler/``; topologies without a placement go to Storm's
+DefaultScheduler through it) unless ``StormCluster(..., scheduler=False)`` or, for clusters that do not
+say, ``STORMSCALE_NIMBUS_SCHEDULER=storm`` in the environment.
+
 The daemons' state and logs live in the run directory's ``storm/`` folder; how each is launched is
 in :mod:`tests.harness.storm.daemons`. There is no Storm UI: ``storm-webapp`` does not resolve on the
 reachable Maven Central mirror, so readiness and stats go through Nimbus Thrift with the product's
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import socket
 from dataclasses import asdict
 from pathlib import Path
@@ -42,8 +47,11 @@ from tests.harness.storm.daemons import (
     zookeeper_spec,
 )
 from tests.harness.storm.home import ensure_storm_home
+from tests.harness.storm.scheduler import ensure_scheduler_jar
 
 READY_TIMEOUT_S = 180.0
+#: ``storm``: clusters whose ``scheduler`` is not given run Storm's own DefaultScheduler.
+SCHEDULER_ENV = "STORMSCALE_NIMBUS_SCHEDULER"
 
 
 def supervisors_on(info: ClusterSummary, host: str) -> int:
@@ -54,9 +62,16 @@ def supervisors_on(info: ClusterSummary, host: str) -> int:
 class StormCluster:
     """ZooKeeper + Nimbus started in order, plus Supervisors on demand; ``stop()`` ends them all."""
 
-    def __init__(self, run_dir: Path, storm_home: Path | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, storm_home: Path | None = None, *, scheduler: bool | None = None
+    ) -> None:
+        """``scheduler``: Nimbus runs Stormscale's scheduler (built first if missing), else Storm's own;
+        None: ours unless the environment says ``STORMSCALE_NIMBUS_SCHEDULER=storm`` (to compare)."""
         home = storm_home or ensure_storm_home()
-        self.endpoints = StormEndpoints(str(home), str(run_dir), free_port(), free_port())
+        if scheduler is None:
+            scheduler = os.environ.get(SCHEDULER_ENV, "stormscale") != "storm"
+        jar = str(ensure_scheduler_jar()) if scheduler else ""
+        self.endpoints = StormEndpoints(str(home), str(run_dir), free_port(), free_port(), scheduler_jar=jar)
         self.launcher = SupervisorLauncher(self.endpoints)
         self.daemons: list[Daemon] = []
         self.supervisors: dict[str, Daemon] = {}

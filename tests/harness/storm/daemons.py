@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from stormscale.storm import Endpoint, NimbusClient
 from tests.harness.process import LaunchSpec, free_port
+from tests.harness.storm.scheduler import SCHEDULER_CLASS
 
 LOOPBACK = "127.0.0.1"
 METRICS_FREQUENCY_S = 5
@@ -48,6 +49,9 @@ class StormEndpoints:
     zookeeper_port: int
     nimbus_port: int
     host: str = LOOPBACK
+    #: Stormscale's scheduler jar on Nimbus's classpath, selected by ``storm.scheduler``; empty: Storm's
+    #: own DefaultScheduler (:mod:`tests.harness.storm.scheduler`).
+    scheduler_jar: str = ""
 
     @property
     def storm_dir(self) -> Path:
@@ -130,17 +134,22 @@ def zookeeper_spec(ep: StormEndpoints) -> LaunchSpec:
 
 
 def nimbus_spec(ep: StormEndpoints) -> LaunchSpec:
-    """Nimbus with its own storm.yaml and local dir."""
+    """Nimbus with its own storm.yaml and local dir, and Stormscale's scheduler when ``ep`` names its jar
+    (on the classpath, where a production Nimbus has it in ``extlib-daemon/``)."""
     nimbus_dir = ep.storm_dir / "nimbus"
     conf = {
         **base_conf(ep),
         "storm.local.dir": str(nimbus_dir / "local"),
         "storm.metricstore.rocksdb.location": str(nimbus_dir / "rocks"),
     }
+    classpath = daemon_classpath(ep)
+    if ep.scheduler_jar:
+        conf["storm.scheduler"] = SCHEDULER_CLASS
+        classpath += f":{ep.scheduler_jar}"
     conf_file = write_conf(nimbus_dir / "storm.yaml", conf)
     log_dir = ep.storm_dir / "logs"
     argv = java_argv(ep, "nimbus", conf_file, log_dir, 512)
-    argv += ["-cp", daemon_classpath(ep), "org.apache.storm.daemon.nimbus.Nimbus"]
+    argv += ["-cp", classpath, "org.apache.storm.daemon.nimbus.Nimbus"]
     return LaunchSpec("nimbus", argv, java_env(), nimbus_dir, log_dir / "nimbus.log", log_dir / "nimbus.out")
 
 
@@ -209,8 +218,10 @@ class SupervisorLauncher:
                 self._hosts[name] = f"127.0.{1 + n // 254}.{1 + n % 254}"
             return self._hosts[name]
 
-    def __call__(self, replica: str | Named) -> LaunchSpec:
+    def __call__(self, replica: str | Named, slots: int | None = None) -> LaunchSpec:
         """The spec of replica ``replica`` (a name, or anything with a ``name``, such as the pod
-        runner's ``Replica``); its ``argv``/``env``/``cwd`` are what the pod runner's ``Command`` needs."""
+        runner's ``Replica``) with ``slots`` worker slots (default: the launcher's); its
+        ``argv``/``env``/``cwd`` are what the pod runner's ``Command`` needs."""
         name = replica if isinstance(replica, str) else replica.name
-        return supervisor_spec(self.endpoints, name, self.host_for(name), self.slots, self.extra_conf)
+        slots = self.slots if slots is None else slots
+        return supervisor_spec(self.endpoints, name, self.host_for(name), slots, self.extra_conf)

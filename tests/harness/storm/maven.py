@@ -1,4 +1,5 @@
-"""What the test bed's Maven builds share: a build lock, a progress-echoing ``mvn`` run, a logger.
+"""What the test bed's Maven builds share: a build lock, a progress-echoing ``mvn`` run, a logger, and
+:class:`MavenJar` (a module's jar under a digest of its sources, built once).
 
 Standard library only (``make storm-home`` and ``make jvm-testbed`` need no virtualenv).
 """
@@ -6,10 +7,15 @@ Standard library only (``make storm-home`` and ``make jvm-testbed`` need no virt
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 Log = Callable[[str], None]
@@ -61,3 +67,78 @@ def run_maven(
             elif any(word in line for word in progress):
                 log(f"{tag}: {line.strip()}")
     return proc.returncode, tail
+
+
+#: Maven's words when ~/.m2 lacks an artifact and ``-o`` forbids a download.
+OFFLINE_MISS = "offline mode"
+
+
+class MavenBuildError(RuntimeError):
+    """Maven failed to build a jar."""
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    """A jar Maven builds from a module (``pom.xml`` and ``src/``) into ``out_dir`` under a name with a
+    digest of the sources and the Storm version, so a changed source means a new jar (and worktrees
+    sharing one ``.cache/`` keep their own). Maven runs offline first (``-o``: the machine's ~/.m2 once
+    a build has filled it) and online only when offline resolution fails; the pom takes
+    ``-Dstorm.version`` and ``-D<build_dir_property>`` (a folder under ``out_dir``) and names its jar
+    ``name``.jar."""
+
+    tag: str
+    module: Path
+    out_dir: Path
+    name: str
+    build_dir_property: str
+
+    def source_files(self, root: Path | None = None) -> list[Path]:
+        """The files the jar is built from: the pom and everything under ``src/``."""
+        root = root or self.module
+        return [root / "pom.xml", *sorted(p for p in (root / "src").rglob("*") if p.is_file())]
+
+    def digest(self, version: str, root: Path | None = None) -> str:
+        """A short digest of the sources' paths and contents and of the Storm version."""
+        root = root or self.module
+        digest = hashlib.sha256(f"storm {version}\n".encode())
+        for path in self.source_files(root):
+            digest.update(f"{path.relative_to(root)}\n".encode())
+            digest.update(path.read_bytes())
+        return digest.hexdigest()[:16]
+
+    def path(self, version: str) -> Path:
+        """Where the jar of the current sources lives (built or not)."""
+        return self.out_dir / f"{self.name}-{self.digest(version)}.jar"
+
+    def _maven(self, build_dir: Path, version: str, offline: bool, log: Log) -> tuple[int, list[str]]:
+        cmd = ["mvn", "-B", "-Dstyle.color=never", "-f", str(self.module / "pom.xml")]
+        cmd += [f"-Dstorm.version={version}", f"-D{self.build_dir_property}={build_dir}"]
+        cmd += ["-o", "package"] if offline else ["package"]
+        progress = ("Building ", "Compiling ", "Tests run:", "BUILD", "[ERROR]")
+        return run_maven(cmd, tag=self.tag, log=log, progress=progress, every=20)
+
+    def build(self, version: str, log: Log = stderr_log) -> Path:
+        """Build the jar of the current sources now (offline first) and return its path."""
+        out = self.path(version)
+        build_dir = self.out_dir / f"build-{out.stem.rsplit('-', 1)[-1]}"
+        started = time.monotonic()
+        shutil.rmtree(build_dir, ignore_errors=True)
+        try:
+            status, tail = self._maven(build_dir, version, offline=True, log=log)
+            if status != 0 and any(OFFLINE_MISS in line for line in tail):
+                log(f"{self.tag}: ~/.m2 lacks some artifacts; building online")
+                status, tail = self._maven(build_dir, version, offline=False, log=log)
+            if status != 0:
+                raise MavenBuildError(f"maven failed ({status}):\n" + "\n".join(tail))
+            tmp = out.with_suffix(".tmp")
+            shutil.copyfile(build_dir / f"{self.name}.jar", tmp)
+            os.replace(tmp, out)
+        finally:
+            shutil.rmtree(build_dir, ignore_errors=True)
+        log(f"{self.tag}: built {out} in {time.monotonic() - started:.0f} s")
+        return out
+
+    def ensure(self, version: str, log: Log = stderr_log) -> Path:
+        """The jar of the current sources, built first if it is missing."""
+        out = self.path(version)
+        return built_once(out, out.is_file, self.out_dir / ".build.lock", lambda: self.build(version, log))

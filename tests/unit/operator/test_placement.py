@@ -239,3 +239,10 @@ def test_the_conf_overrides_go_out_as_rebalance_options_field_5_a_string() -> No
     out = Buffer()
     NIMBUS.RebalanceOptions(topology_conf_overrides='{"a":1}').write(Binary().get_protocol(out))
     assert out.getvalue() == b"\x0b\x00\x05" + struct.pack("!i", 7) + b'{"a":1}' + b"\x00"
+
+
+def test_a_placement_object_in_place_of_its_json_is_named_not_a_crash() -> None:
+    request = RebalanceRequest(workers=3, conf_overrides={PLACEMENT_KEY: PLACED})
+    assert override_problems(request, info(*as_placed())) == [
+        f"{PLACEMENT_KEY} must be a JSON string, got a Placement"
+    ]

@@ -158,11 +158,12 @@ def parse(text: str) -> Placement:
         doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, TypeError, RecursionError) as err:
         raise PlacementError(f"{PLACEMENT_KEY} is not JSON: {_first_line(err)}") from None
-    top = _object(doc, PLACEMENT_KEY, _TOP_KEYS)
+    top = _object(doc, "the placement", _TOP_KEYS)
     version = top.get("version")
     if type(version) is not int or version != FORMAT_VERSION:
         raise PlacementError(f"{PLACEMENT_KEY}: version must be {FORMAT_VERSION}, got {_show(version)}")
-    pods = []
+    pods: list[Pod] = []
+    pinned: dict[str, int] = {}
     for i, raw_pod in enumerate(_list(top.get("pods"), "pods")):
         where = f"pods[{i}]"
         pod = _object(raw_pod, where, _POD_KEYS)
@@ -176,9 +177,8 @@ def parse(text: str) -> Placement:
             counts = _object(raw_worker, f"{where}.workers[{j}]", None)
             workers.append(Worker(tuple(sorted(counts.items()))))
         pods.append(Pod(tuple(workers), supervisor))
-    placement = Placement(tuple(pods))
-    _check(placement)
-    return placement
+        _check_pod(pods[-1], i, pinned)
+    return Placement(tuple(pods))
 
 
 def rebalance_request(placement: Placement, wait_secs: int = 0) -> RebalanceRequest:
@@ -277,24 +277,30 @@ def layout_problems(placement: Placement, info: TopologyInfo) -> list[str]:
 
 
 def _check(placement: Placement) -> None:
-    """What :func:`parse` checks beyond the JSON's shape: non-empty lists, counts, names, distinct pins."""
+    """What :func:`parse` checks beyond the JSON's shape, pod by pod (the first problem in document
+    order, as the scheduler reports it): non-empty lists, counts, names, distinct pins."""
     if not placement.pods:
         raise PlacementError(f"{PLACEMENT_KEY}: pods must not be empty")
     pinned: dict[str, int] = {}
     for i, pod in enumerate(placement.pods):
-        if not pod.workers:
-            raise PlacementError(f"{PLACEMENT_KEY}: pods[{i}].workers must not be empty")
-        for j, worker in enumerate(pod.workers):
-            _check_worker(worker, f"pods[{i}].workers[{j}]")
-        if pod.supervisor is not None:
-            if not pod.supervisor:
-                raise PlacementError(f"{PLACEMENT_KEY}: pods[{i}].supervisor must be a hostname, got ''")
-            if pod.supervisor in pinned:
-                raise PlacementError(
-                    f"{PLACEMENT_KEY}: pods[{pinned[pod.supervisor]}] and pods[{i}] are both pinned to "
-                    f"{pod.supervisor!r} (pods are distinct Supervisors)"
-                )
-            pinned[pod.supervisor] = i
+        _check_pod(pod, i, pinned)
+
+
+def _check_pod(pod: Pod, i: int, pinned: dict[str, int]) -> None:
+    """Check pod ``i``; ``pinned`` maps the Supervisors earlier pods are pinned to to their index."""
+    if not pod.workers:
+        raise PlacementError(f"{PLACEMENT_KEY}: pods[{i}].workers must not be empty")
+    for j, worker in enumerate(pod.workers):
+        _check_worker(worker, f"pods[{i}].workers[{j}]")
+    if pod.supervisor is not None:
+        if not pod.supervisor:
+            raise PlacementError(f"{PLACEMENT_KEY}: pods[{i}].supervisor must be a hostname, got ''")
+        if pod.supervisor in pinned:
+            raise PlacementError(
+                f"{PLACEMENT_KEY}: pods[{pinned[pod.supervisor]}] and pods[{i}] are both pinned to "
+                f"{pod.supervisor!r} (pods are distinct Supervisors)"
+            )
+        pinned[pod.supervisor] = i
 
 
 def _check_worker(worker: Worker, where: str) -> None:
@@ -347,7 +353,10 @@ def _show(value: object) -> str:
     """A short rendering of a JSON value for an error message."""
     if value is None:
         return "nothing"
-    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    try:
+        text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    except (TypeError, ValueError):
+        text = f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:39] + "…"
 
 

@@ -1,0 +1,179 @@
+package io.stormscale.scheduler;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.apache.storm.Config;
+import org.apache.storm.metric.StormMetricsRegistry;
+import org.apache.storm.scheduler.Cluster;
+import org.apache.storm.scheduler.ExecutorDetails;
+import org.apache.storm.scheduler.INimbus;
+import org.apache.storm.scheduler.IScheduler;
+import org.apache.storm.scheduler.SchedulerAssignment;
+import org.apache.storm.scheduler.SupervisorDetails;
+import org.apache.storm.scheduler.Topologies;
+import org.apache.storm.scheduler.TopologyDetails;
+import org.apache.storm.scheduler.WorkerSlot;
+import org.apache.storm.scheduler.resource.normalization.ResourceMetrics;
+import org.apache.storm.testing.TestWordCounter;
+import org.apache.storm.testing.TestWordSpout;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.utils.Utils;
+import org.junit.jupiter.api.Test;
+
+/** The scheduler on Storm's own Cluster: placed topologies exactly, the others by DefaultScheduler. */
+class PlacementSchedulerTest {
+
+    /** What Nimbus's INimbus does for the scheduler: hostnames from the Supervisors. */
+    static final class Nimbus implements INimbus {
+        @Override
+        public void prepare(Map<String, Object> topoConf, String schedulerLocalDir) {
+        }
+
+        @Override
+        public Collection<WorkerSlot> allSlotsAvailableForScheduling(Collection<SupervisorDetails> supervisors,
+                                                                     Topologies topologies, Set<String> missing) {
+            return new ArrayList<>();
+        }
+
+        @Override
+        public void assignSlots(Topologies topologies, Map<String, Collection<WorkerSlot>> newSlots) {
+        }
+
+        @Override
+        public String getHostName(Map<String, SupervisorDetails> supervisors, String nodeId) {
+            return supervisors.get(nodeId).getHost();
+        }
+
+        @Override
+        public IScheduler getForcedScheduler() {
+            return null;
+        }
+    }
+
+    /** Topology {@code id}: spout "s" and bolt "b" with one task per executor (s first), {@code workers}. */
+    static TopologyDetails topology(String id, int spouts, int bolts, int workers, String placement) {
+        TopologyBuilder builder = new TopologyBuilder();
+        builder.setSpout("s", new TestWordSpout(), spouts);
+        builder.setBolt("b", new TestWordCounter(), bolts).shuffleGrouping("s");
+        Map<String, Object> conf = new HashMap<>(Utils.readDefaultConfig());
+        conf.put(Config.TOPOLOGY_NAME, id);
+        if (placement != null) {
+            conf.put(Placement.KEY, placement);
+        }
+        Map<ExecutorDetails, String> executors = new HashMap<>();
+        for (int t = 1; t <= spouts + bolts; t++) {
+            executors.put(new ExecutorDetails(t, t), t <= spouts ? "s" : "b");
+        }
+        return new TopologyDetails(id, conf, builder.createTopology(), workers, executors, 0, "user");
+    }
+
+    static Map<String, SupervisorDetails> supervisors(int count) {
+        Map<String, SupervisorDetails> out = new HashMap<>();
+        for (int i = 1; i <= count; i++) {
+            out.put("sup-" + i, new SupervisorDetails("sup-" + i, "host-" + i, null, List.of(6700, 6701)));
+        }
+        return out;
+    }
+
+    static Cluster cluster(Map<String, SupervisorDetails> supervisors, Map<String, SchedulerAssignment> assignments,
+                           TopologyDetails... topologies) {
+        return new Cluster(new Nimbus(), new ResourceMetrics(new StormMetricsRegistry()), supervisors, assignments,
+            new Topologies(topologies), new HashMap<>(Utils.readDefaultConfig()));
+    }
+
+    /** "host:port" -> start tasks of the topology's executors there, sorted. */
+    static Map<String, Set<Integer>> layout(Cluster cluster, String id) {
+        Map<String, Set<Integer>> out = new TreeMap<>();
+        SchedulerAssignment assignment = cluster.getAssignmentById(id);
+        if (assignment != null) {
+            assignment.getSlotToExecutors().forEach((slot, executors) -> {
+                Set<Integer> tasks = new TreeSet<>();
+                executors.forEach(e -> tasks.add(e.getStartTask()));
+                out.put(cluster.getSupervisorById(slot.getNodeId()).getHost() + ":" + slot.getPort(), tasks);
+            });
+        }
+        return out;
+    }
+
+    static final String SPLIT = "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1}, {\"b\": 1}],"
+        + " \"supervisor\": \"host-3\"}, {\"workers\": [{\"s\": 1, \"b\": 2}]}]}";
+
+    @Test
+    void aPlacedTopologyRunsExactlyItsPlacementAndTheOthersGoToDefaultScheduler() {
+        TopologyDetails placed = topology("placed", 2, 3, 9, SPLIT);
+        TopologyDetails plain = topology("plain", 1, 1, 2, null);
+        TopologyDetails broken = topology("broken", 1, 1, 1, "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1}]}]}");
+        Cluster cluster = cluster(supervisors(3), new HashMap<>(), placed, plain, broken);
+        new PlacementScheduler().schedule(new Topologies(placed, plain, broken), cluster);
+
+        // pod 0 pinned to host-3: s[1] then b[3]; pod 1 on the lowest other host: s[2] with b[4], b[5]
+        assertEquals(Map.of("host-3:6700", Set.of(1), "host-3:6701", Set.of(3), "host-1:6700", Set.of(2, 4, 5)),
+            layout(cluster, "placed"));
+        assertTrue(cluster.getStatus("placed").startsWith(PlacementScheduler.PLACED), cluster.getStatus("placed"));
+        for (TopologyDetails byDefault : List.of(plain, broken)) {
+            assertFalse(cluster.needsScheduling(byDefault), byDefault.getId());
+            assertEquals(byDefault.getNumWorkers(), layout(cluster, byDefault.getId()).size(), byDefault.getId());
+        }
+        assertEquals(Placement.KEY + " does not cover the topology: component 'b': 0 executors placed, the topology"
+            + " has 1" + PlacementScheduler.FALLBACK, cluster.getStatus("broken"));
+        assertNull(cluster.getStatus("plain"));
+        Set<String> used = new HashSet<>();
+        for (String id : List.of("placed", "plain", "broken")) {
+            for (String slot : layout(cluster, id).keySet()) {
+                assertTrue(used.add(slot), "slot " + slot + " used twice");
+            }
+        }
+    }
+
+    @Test
+    void withoutTheSlotsNothingIsAssignedUntilASupervisorComes() {
+        String three = "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1}]}, {\"workers\": [{\"s\": 1}]},"
+            + " {\"workers\": [{\"b\": 1}, {\"b\": 1}]}]}";
+        TopologyDetails placed = topology("placed", 2, 2, 4, three);
+        TopologyDetails plain = topology("plain", 1, 1, 1, null);
+        PlacementScheduler scheduler = new PlacementScheduler();
+        Cluster cluster = cluster(supervisors(2), new HashMap<>(), placed, plain);
+        scheduler.schedule(new Topologies(placed, plain), cluster);
+        assertEquals(Map.of(), layout(cluster, "placed"));
+        assertTrue(cluster.getStatus("placed").startsWith("waiting for slots: pods[1] needs 1 free slot"),
+            cluster.getStatus("placed"));
+        assertEquals(1, layout(cluster, "plain").size());
+
+        Cluster grown = cluster(supervisors(4), cluster.getAssignments(), placed, plain);
+        scheduler.schedule(new Topologies(placed, plain), grown);
+        Map<String, Set<Integer>> layout = layout(grown, "placed");
+        assertEquals(4, layout.size(), layout.toString());
+        assertEquals(Set.of(Set.of(1), Set.of(2), Set.of(3), Set.of(4)), new HashSet<>(layout.values()));
+        assertTrue(grown.getStatus("placed").startsWith(PlacementScheduler.PLACED), grown.getStatus("placed"));
+    }
+
+    @Test
+    void aPlacedTopologyIsLeftAsItRunsAndMovesWhenItsPlacementChanges() {
+        PlacementScheduler scheduler = new PlacementScheduler();
+        TopologyDetails placed = topology("placed", 2, 3, 2, SPLIT);
+        Cluster first = cluster(supervisors(3), new HashMap<>(), placed);
+        scheduler.schedule(new Topologies(placed), first);
+        Map<String, SchedulerAssignment> assignments = first.getAssignments();
+        Cluster again = cluster(supervisors(3), assignments, placed);
+        scheduler.schedule(new Topologies(placed), again);
+        assertEquals(layout(first, "placed"), layout(again, "placed"));
+
+        String moved = "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 2, \"b\": 3}]}]}";
+        TopologyDetails rebalanced = topology("placed", 2, 3, 1, moved);
+        Cluster next = cluster(supervisors(3), assignments, rebalanced);
+        scheduler.schedule(new Topologies(rebalanced), next);
+        assertEquals(Map.of("host-1:6700", Set.of(1, 2, 3, 4, 5)), layout(next, "placed"));  // most of its executors ran on host-1
+    }
+}

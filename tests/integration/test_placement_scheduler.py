@@ -1,0 +1,232 @@
+"""Stormscale's scheduler on real Storm: a placement runs exactly (executor -> worker -> Supervisor pod).
+
+The session's Nimbus runs the scheduler (tests/harness/storm/scheduler.py); the Supervisors are the
+replicas of a worker Deployment (the pod runner, 2 slots each, each pod announcing its Supervisor's
+hostname as its IP), and a JVM linear topology (1 -> 2 -> 3 -> 4) goes through, in one run:
+
+(a) submitted with a placement (pods pinned crosswise): it runs exactly that, read back from Nimbus;
+(b) a rebalance with a new, unpinned placement and one more executor: exactly that, on our pods;
+(e) a rebalance to three pods while two exist: nothing of it is assigned while it waits, then the
+    third pod starts and the placement runs exactly;
+(d) a rebalance whose placement does not cover the executors: one log line, DefaultScheduler runs it,
+    Nimbus stays up;
+(c) a topology without a placement: DefaultScheduler, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from stormscale.storm import NimbusClient, RebalanceRequest
+from stormscale.storm.model import TopologyInfo
+from stormscale.storm.placement import PLACEMENT_KEY, Placement, layout_problems, rebalance_request
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
+from tests.harness.storm.cluster import StormCluster
+from tests.harness.storm.topology import kill, submit
+
+pytestmark = [pytest.mark.integration, pytest.mark.storm]
+
+LABEL = "stormscale.io/storm-workers"
+SELECTOR = "placement"
+SLOTS = 2
+DEPLOYMENT = "storm-workers"
+NAME = "it-placement"
+#: A Supervisor JVM and its workers starting on 2 shared cores.
+START_S = 180.0
+#: A (re)scheduled topology's workers starting.
+PLACED_S = 120.0
+#: Nimbus schedules every nimbus.monitor.freq.secs (3 s on the test bed): a wait of this many seconds
+#: sees at least 3 rounds.
+ROUNDS_S = 10.0
+#: executors: spout "1" 1, bolts "2" 2, "3" 2, "4" 1 (no ackers: the JVM linear shape sets none)
+OVERRIDES = {"topology.name": NAME, "c1.rate": 5, "c2.executors": 2, "c3.executors": 2, "topology.workers": 3}
+
+
+@pytest.fixture(scope="module")
+def two_slot_pods(storm_cluster: StormCluster, pod_runner_factory: Callable[..., PodRunner]) -> PodRunner:
+    """A pod runner whose replicas are Supervisors with 2 slots, announcing their hostname as pod IP."""
+
+    def launch(replica: Replica) -> Command:
+        spec = storm_cluster.launcher(replica, slots=SLOTS)
+        return Command(list(spec.argv), dict(spec.env), spec.cwd, pod_ip=str(spec.extra["host"]))
+
+    return pod_runner_factory(launcher=launch, label_selector=f"{LABEL}={SELECTOR}", stop_grace_s=10)
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane, storm_cluster: StormCluster) -> Iterator[str]:
+    """A namespace for the worker Deployment; afterwards its Supervisors stop and Nimbus forgets them
+    (so later tests' topologies never land on their slots)."""
+    name = f"placement-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", name)
+    yield name
+    control_plane.kubectl("delete", "deployment", DEPLOYMENT, "-n", name, "--ignore-not-found")
+    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+    ours = {storm_cluster.launcher.host_for(f"{name}-{DEPLOYMENT}-{i}") for i in range(3)}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and ours & {
+        s.host for s in storm_cluster.nimbus.cluster_summary().supervisors
+    }:
+        time.sleep(1)
+
+
+def workers(replicas: int) -> str:
+    labels = {"app": DEPLOYMENT}
+    container = {"name": "supervisor", "image": "storm:2.8.3", "resources": {"limits": {"cpu": "1"}}}
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": DEPLOYMENT, "labels": {LABEL: SELECTOR}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+            },
+        }
+    )
+
+
+def wait_for(check: Callable[[], object], timeout_s: float, what: str) -> float:
+    """Poll ``check`` until it returns something true; the seconds it took."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            pytest.fail(f"not within {timeout_s:.0f} s: {what}")
+        time.sleep(1)
+    return time.monotonic() - start
+
+
+def pods_by_ip(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
+    """Pod IP -> pod name of the namespace's running pods (the API server's view)."""
+    out = control_plane.kubectl("get", "pods", "-n", namespace, "-o", "json")
+    return {
+        p["status"]["podIP"]: p["metadata"]["name"]
+        for p in json.loads(out)["items"]
+        if p["status"].get("podIP")
+    }
+
+
+def assigned(info: TopologyInfo) -> list[str]:
+    """``component[task]@host:port`` of every executor Nimbus reports assigned (``__system`` aside)."""
+    return [
+        f"{e.component}[{e.task_start}]@{e.host}:{e.port}"
+        for e in info.executors
+        if e.component != "__system"
+    ]
+
+
+def nimbus_log_lines(cluster: StormCluster, *fragments: str) -> list[str]:
+    """Lines of Nimbus's log that contain every fragment."""
+    text = (Path(cluster.endpoints.storm_dir) / "logs" / "nimbus.log").read_text(errors="replace")
+    return [line for line in text.splitlines() if all(f in line for f in fragments)]
+
+
+def test_placements_run_exactly_wait_for_slots_and_fall_back(
+    control_plane: ControlPlane, storm_cluster: StormCluster, two_slot_pods: PodRunner, namespace: str
+) -> None:
+    ep = storm_cluster.endpoints
+    assert ep.scheduler_jar, (
+        "the session's Nimbus runs Storm's own scheduler (STORMSCALE_NIMBUS_SCHEDULER=storm)"
+    )
+    nimbus = ep.nimbus(timeout_s=20)
+    host = [storm_cluster.launcher.host_for(f"{namespace}-{DEPLOYMENT}-{i}") for i in range(3)]
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=workers(2))
+    wait_for(
+        lambda: {host[0], host[1]} <= {s.host for s in nimbus.cluster_summary().supervisors},
+        START_S,
+        "2 pods",
+    )
+
+    def runs(placement: Placement) -> Callable[[], bool]:
+        return lambda: not layout_problems(placement, nimbus.topology_info(NAME))
+
+    try:
+        # (a) at submit: pod 0 pinned to the second pod, pod 1 to the first; "3" and "4" share a worker
+        a = Placement.of([[{"1": 1}, {"2": 2}], [{"3": 2, "4": 1}]], supervisors=[host[1], host[0]])
+        submit(ep, "linear", OVERRIDES, conf={PLACEMENT_KEY: a.to_json()}, language="jvm")
+        wait_for(runs(a), PLACED_S, f"placement (a) {a.to_json()}")
+        info = nimbus.topology_info(NAME)
+        wait_for(lambda: {host[0], host[1]} <= set(pods_by_ip(control_plane, namespace)), 60, "pod IPs")
+        pod_of = pods_by_ip(control_plane, namespace)  # a Supervisor's hostname is its pod's IP
+        first, second = pod_of[host[0]], pod_of[host[1]]
+        assert {(e.component, pod_of[e.host]) for e in info.executors if e.component != "__system"} == {
+            ("1", second),
+            ("2", second),
+            ("3", first),
+            ("4", first),
+        }
+        assert info.sched_status.startswith(f"placed as {PLACEMENT_KEY} says"), info.sched_status
+
+        # (b) unpinned, two workers per pod, bolt "2" 2 -> 3 executors: only our 2-slot pods fit
+        b = Placement.of([[{"1": 1, "2": 1}, {"2": 2}], [{"3": 2}, {"4": 1}]])
+        nimbus.rebalance(NAME, rebalance_request(b))
+        wait_for(runs(b), PLACED_S, f"placement (b) {b.to_json()}")
+        assert {e.host for e in nimbus.topology_info(NAME).executors} == {host[0], host[1]}
+
+        # (e) three pods, the third pinned to a pod that does not exist yet: nothing is assigned
+        c = Placement.of(
+            [[{"1": 1, "2": 1}], [{"2": 2}], [{"3": 2, "4": 1}]], supervisors=[host[0], host[1], host[2]]
+        )
+        nimbus.rebalance(NAME, rebalance_request(c))
+        assert_waits(nimbus, f"pods[2] needs 1 free slot on the Supervisor on {host[2]}")
+        control_plane.kubectl("scale", f"deployment/{DEPLOYMENT}", "-n", namespace, "--replicas=3")
+        wait_for(runs(c), START_S + PLACED_S, f"placement (e) {c.to_json()} once the third pod runs")
+
+        # (d) a placement that leaves bolt "4" out: one log line, DefaultScheduler, Nimbus up
+        d = Placement.of([[{"1": 1, "2": 3}], [{"3": 2}]])
+        nimbus.rebalance(
+            NAME, RebalanceRequest(workers=2, conf_overrides={PLACEMENT_KEY: d.to_json()}), False
+        )
+        problem = "component '4': 0 executors placed, the topology has 1; scheduled by DefaultScheduler"
+
+        def by_default(info: TopologyInfo) -> bool:
+            return info.sched_status.endswith(problem) and len(assigned(info)) == 7
+
+        wait_for(lambda: by_default(nimbus.topology_info(NAME)), PLACED_S, "DefaultScheduler runs (d)")
+        time.sleep(ROUNDS_S)
+        info = nimbus.topology_info(NAME)
+        assert by_default(info), (info.sched_status, assigned(info))
+        assert len({(e.host, e.port) for e in info.executors}) == 2, assigned(info)
+        assert len(nimbus_log_lines(storm_cluster, "WARN", NAME, problem)) == 1
+        assert nimbus.cluster_summary().leader is not None
+    finally:
+        kill(ep, NAME)
+
+    # (c) no placement: DefaultScheduler, as before
+    runs_by_default(storm_cluster)
+
+
+def assert_waits(nimbus: NimbusClient, reason: str) -> None:
+    """The topology waits for slots (``reason`` in its status) and nothing of it is assigned for a few
+    scheduling rounds."""
+    wait_for(lambda: nimbus.topology_info(NAME).sched_status.startswith("waiting for slots"), 60, "waiting")
+    deadline = time.monotonic() + ROUNDS_S
+    while time.monotonic() < deadline:
+        info = nimbus.topology_info(NAME)
+        assert assigned(info) == [], f"half-assigned while waiting: {assigned(info)}"
+        time.sleep(1)
+    assert reason in info.sched_status, info.sched_status
+
+
+def runs_by_default(cluster: StormCluster) -> None:
+    """A topology without a placement runs on one worker, every executor assigned, no status of ours."""
+    nimbus, plain = cluster.endpoints.nimbus(timeout_s=20), "it-placement-none"
+    submit(cluster.endpoints, "linear", {"topology.name": plain, "c1.rate": 5}, language="jvm")
+    try:
+        wait_for(
+            lambda: len(assigned(nimbus.topology_info(plain))) == 4, PLACED_S, "DefaultScheduler runs (c)"
+        )
+        info = nimbus.topology_info(plain)
+        assert len({(e.host, e.port) for e in info.executors}) == 1
+        assert info.sched_status == ""
+        assert nimbus_log_lines(cluster, plain, f"no {PLACEMENT_KEY}; scheduled by DefaultScheduler")
+    finally:
+        kill(cluster.endpoints, plain)
