@@ -66,6 +66,7 @@ class FakeNimbus:
     supervisor_slots: dict[str, int] = field(default_factory=dict)
     honours_placement: bool = True  # False: Nimbus runs Storm's own scheduler, the placement is ignored
     placement: list[list[dict[str, int]]] | None = None  # the last one applied
+    sched_status: str = ""  # what Nimbus's scheduler says of the topology
 
     def describe(self, topology: str) -> StormTopologyState:
         self.calls.append(("describe", topology))
@@ -80,6 +81,7 @@ class FakeNimbus:
             self.free_slots,
             self.assignment(),
             dict(self.supervisor_slots),
+            self.sched_status,
         )
 
     def assignment(self) -> tuple[Executor, ...]:

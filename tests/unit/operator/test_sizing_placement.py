@@ -191,8 +191,13 @@ def test_a_placement_nimbus_ignores_is_waited_for_then_degraded_never_sent_twice
     w = world(system={"__acker": 1}, honours_placement=False)
     sam = spec({"placement": "SAM", "slotsPerPod": 2})
     status = run(w, sam).status
+    w.nimbus.sched_status = "stormscale.placement: pods[2] finds no Supervisor with 2 free slots"
     waiting = run(w, sam, status, minutes=1)
     assert conditions(waiting)["Progressing"] == ("True", "WaitingForPlacement")
+    said = next(c["message"] for c in waiting.status["conditions"] if c["type"] == "Progressing")
+    assert said.startswith(
+        "waiting for Nimbus to assign the placement: the scheduler says: stormscale.placement"
+    )
     late = run(w, sam, waiting.status, minutes=4)
     assert conditions(late)["Degraded"] == ("True", "PlacementNotApplied")
     message = next(c["message"] for c in late.status["conditions"] if c["type"] == "Degraded")

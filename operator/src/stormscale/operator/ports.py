@@ -67,6 +67,8 @@ class StormTopologyState:
     assignment: tuple[Executor, ...] = ()
     #: Each Supervisor's slots (``supervisor.slots.ports``) by the host it announces; empty: not known.
     supervisor_slots: Mapping[str, int] = field(default_factory=dict)
+    #: What Nimbus's scheduler says of the topology (``sched_status``; empty: nothing).
+    sched_status: str = ""
 
     @property
     def system_executors(self) -> dict[str, int]:

@@ -472,7 +472,8 @@ def placement_drift(
         return f"status.placement: {err}"
     if not problems:
         return None
-    shown = "; ".join(problems[:3]) + ("; …" if len(problems) > 3 else "")
+    said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
+    shown = "; ".join([*said, *problems][:3]) + ("; …" if len(said) + len(problems) > 3 else "")
     return (
         f"Nimbus no longer runs status.placement: {shown} "
         "(its scheduler assigns it again once a Supervisor is free)"
@@ -846,7 +847,8 @@ def _apply(seen: _Pass, target: dict[str, int], placement: PlacementStatus | Non
     except PlacementError as err:  # a stored placement that no longer reads (a hand edit)
         return st.degraded(Reason.INVALID_STATUS, str(err))
     if missing:
-        return _placement_pending(st, pending.rebalanced if pending is not None else None, missing)
+        said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
+        return _placement_pending(st, pending.rebalanced if pending is not None else None, [*said, *missing])
     return _verified(st, seen.budget, target, placement)
 
 

@@ -37,6 +37,7 @@ class NimbusPort:
             free_slots=sum(max(0, s.slots - s.used_slots) for s in supervisors),
             assignment=info.executors,
             supervisor_slots={s.host: s.slots for s in supervisors},
+            sched_status=info.sched_status,
         )
 
     def rebalance(
