@@ -195,10 +195,12 @@ def test_multilevel_adds_executors_where_a_pod_has_headroom_and_scales_in_lifo(
     assert shrunk["status"]["placement"]["stack"] == []
     assert replicas(control_plane, namespace) == 4
     assert len(fleet.requests) == 2
-    (first, second) = sorted(
-        events(control_plane, namespace, "ScalingApplied"), key=lambda e: e["firstTimestamp"] or ""
-    )
-    assert "2 +executor" in first["message"] or "2 +executor" in second["message"]
+    said = sorted(e["message"] for e in events(control_plane, namespace, "ScalingApplied"))
+    assert len(said) == 2  # one per budget
+    assert "2 +executor (pod" in said[1]
+    assert "3 +pod (pod" in said[1]
+    assert "2 −executor" in said[0]
+    assert "3 −pod" in said[0]
 
 
 def test_auto_mode_applies_the_sizing_for_the_target_rate(
