@@ -342,8 +342,8 @@ def test_printer_columns_show_mode_units_and_readiness(
         "TOPOLOGY": "linear",
         "MODE": "Manual",
         "UNITS": "6",
-        "PODS": "<none>",  # no workers.placement
-        "TARGET": "<none>",  # no sizing
+        "PODS": "",  # no workers.placement: an empty cell
+        "TARGET": "",  # no sizing
         "THROUGHPUT": "250",
         "READY": "True",
     }

@@ -170,7 +170,7 @@ def test_sam_packs_two_slot_pods_and_the_rebalance_carries_the_placement(
     (event,) = events(control_plane, namespace, "ScalingApplied")
     assert "SAM: 3 pods, 6 workers" in event["message"]
     row = printed(control_plane, namespace)
-    assert (row["UNITS"], row["PODS"], row["TARGET"]) == ("6", "3", "<none>")
+    assert (row["UNITS"], row["PODS"], row["TARGET"]) == ("6", "3", "")
 
 
 def test_multilevel_adds_executors_where_a_pod_has_headroom_and_scales_in_lifo(
@@ -218,7 +218,7 @@ def test_auto_mode_applies_the_sizing_for_the_target_rate(
     assert fleet.requests[-1].executors == {"1": 1, "2": 2, "3": 3, "4": 1}
     assert PLACEMENT_KEY not in fleet.requests[-1].conf_overrides  # no placement asked: Storm's scheduler
     row = printed(control_plane, namespace)
-    assert (row["MODE"], row["UNITS"], row["PODS"], row["TARGET"]) == ("Auto", "7", "<none>", "750")
+    assert (row["MODE"], row["UNITS"], row["PODS"], row["TARGET"]) == ("Auto", "7", "", "750")
 
 
 def test_slots_per_pod_above_the_supervisors_slots_is_degraded_and_nothing_is_done(
