@@ -66,7 +66,7 @@ class PlacementTest {
     Stream<DynamicTest> invalidCasesFailWithOneLineNamingTheProblem() throws Exception {
         List<Object> invalid = (List<Object>) cases().get("invalid");
         return invalid.stream().map(o -> (Map<String, Object>) o).map(c -> DynamicTest.dynamicTest(
-            (String) c.get("text"), () -> {
+            "text «" + c.get("text") + "»", () -> {
                 PlacementException err = assertThrows(PlacementException.class,
                     () -> Placement.parse((String) c.get("text")));
                 String message = err.getMessage();
