@@ -16,13 +16,14 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from stormscale.planner import Topology, load_profile, parse_profile
 from stormscale.planner.placement.strategies import PlacementStrategy, place
-from stormscale.planner.sizing.exact import minimum_units, offered_rate
+from stormscale.planner.placement.units import place_units
+from stormscale.planner.sizing.exact import minimum_units, offered_rate, scaled_to
 from stormscale.planner.sizing.strategies import SizingStrategy, size
 from tests.synthetic.profiles import random_profile
 
@@ -139,6 +140,79 @@ def ratio_tables(random_count: int) -> list[Ratio]:
     return ratios
 
 
+@dataclass(frozen=True)
+class Packed:
+    """Pods for the units a plan runs (the operator's ``workers.placement``), against Storm's default
+    of one unit per slot (``⌈Σ n / K⌉`` pods: the operator without a placement) and the CPU bound."""
+
+    source: str
+    default: int
+    sam: int
+    pdeployer: int
+    one_per_pod: int
+    bound: int
+    bound_one: int
+    seconds: float
+
+
+def packed_for(source: str, topology: Topology, factor: float) -> Packed:
+    """The exact sizing's units at ``factor`` × today's rate, placed by SAM (pods of K slots) and
+    P-Deployer (pods of one slot)."""
+    omega = factor * offered_rate(topology)
+    exact = minimum_units(topology, omega)
+    target = scaled_to(topology, omega)
+    units = exact.units
+    start = time.process_time()
+    sam = place_units(target, units, PlacementStrategy.SAM, SLOTS_PER_POD).placement
+    seconds = time.process_time() - start
+    pdeployer = place_units(target, units, PlacementStrategy.PDEPLOYER, 1).placement
+    total = sum(units.values())
+    return Packed(
+        source,
+        -(-total // SLOTS_PER_POD),
+        sum(1 for pod in sam.pods if any(s.executors for s in pod.slots)),
+        pdeployer.pod_count,
+        total,
+        exact.shared_pods(SLOTS_PER_POD),
+        exact.shared_pods(1),
+        seconds,
+    )
+
+
+def packing_table(random_count: int) -> list[Packed]:
+    rows = [
+        packed_for("thesis", load_profile(path), factor)
+        for path in sorted(PROFILES.glob("*.json"))
+        for factor in (1.0, 2.0, 3.0)
+    ]
+    rng = random.Random(2026)
+    rows += [
+        packed_for("random", synthetic(rng.randint(4, 30), seed=30_000 + i), rng.uniform(0.5, 3.0))
+        for i in range(random_count)
+    ]
+    print(
+        "\nPlacing the units a plan runs (workers.placement; the exact sizing's units): pods, mean over the "
+        f"cases, against Storm's one unit per slot (pods of {SLOTS_PER_POD} slots; P-Deployer: 1)"
+    )
+    print(
+        f"{'source':<8}{'n':>5}  {'default K=2':>11}{'SAM K=2':>9}{'bound K=2':>10}"
+        f"  {'default K=1':>11}{'P-Deployer':>11}{'bound K=1':>10}  {'SAM ms p95':>10}"
+    )
+    for source in ("thesis", "random"):
+        rs = [r for r in rows if r.source == source]
+
+        def mean(get: Callable[[Packed], float], rs: list[Packed] = rs) -> float:
+            return statistics.fmean(get(r) for r in rs)
+
+        print(
+            f"{source:<8}{len(rs):>5}  {mean(lambda r: r.default):>11.2f}{mean(lambda r: r.sam):>9.2f}"
+            f"{mean(lambda r: r.bound):>10.2f}  {mean(lambda r: r.one_per_pod):>11.2f}"
+            f"{mean(lambda r: r.pdeployer):>11.2f}{mean(lambda r: r.bound_one):>10.2f}"
+            f"  {1000 * p95([r.seconds for r in rs]):>10.1f}"
+        )
+    return rows
+
+
 def plot(rows: Sequence[Timing], ratios: Sequence[Ratio]) -> Path:
     import matplotlib
 
@@ -170,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [10, 100] if args.quick else [10, 100, 500, 2000]
     rows = timing_table(sizes, skip_rsm_above=500)
     ratios = ratio_tables(100 if args.quick else 1000)
+    packing_table(50 if args.quick else 300)
     print(f"\nwrote {plot(rows, ratios)}")
 
 

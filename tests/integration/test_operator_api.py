@@ -334,10 +334,28 @@ def test_printer_columns_show_mode_units_and_readiness(
         eventually(
             lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2, what="apply"
         )
-    table = control_plane.kubectl("get", "stormtopology", "-n", namespace)
-    header, row = table.strip().splitlines()
-    assert header.split() == ["NAME", "TOPOLOGY", "MODE", "UNITS", "THROUGHPUT", "READY", "AGE"]
-    assert row.split()[:6] == ["linear", "linear", "Manual", "6", "250", "True"]
+    row = printed(control_plane, namespace)
+    assert list(row) == ["NAME", "TOPOLOGY", "MODE", "UNITS", "PODS", "TARGET", "THROUGHPUT", "READY", "AGE"]
+    shown = {k: v for k, v in row.items() if k != "AGE"}
+    assert shown == {
+        "NAME": "linear",
+        "TOPOLOGY": "linear",
+        "MODE": "Manual",
+        "UNITS": "6",
+        "PODS": "",  # no workers.placement: an empty cell
+        "TARGET": "",  # no sizing
+        "THROUGHPUT": "250",
+        "READY": "True",
+    }
+
+
+def printed(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
+    """``kubectl get stormtopology``'s one row, column by column (cut where the header's columns start)."""
+    header, row = control_plane.kubectl("get", "stormtopology", "-n", namespace).rstrip().splitlines()
+    names = header.split()
+    starts = [header.index(f"{n} ") if n != names[-1] else header.rindex(n) for n in names]
+    cells = [row[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+    return dict(zip(names, cells, strict=True))
 
 
 def test_the_sample_resources_are_valid(control_plane: ControlPlane, crd: None) -> None:
@@ -347,3 +365,4 @@ def test_the_sample_resources_are_valid(control_plane: ControlPlane, crd: None) 
     out = control_plane.kubectl("apply", "--dry-run=server", "-f", str(REPO / "crds" / "samples"))
     assert "stormtopology.stormscale.io/wordcount created (server dry run)" in out
     assert "stormtopology.stormscale.io/clicks created (server dry run)" in out
+    assert "stormtopology.stormscale.io/orders created (server dry run)" in out

@@ -44,6 +44,9 @@ def test_quick_sizing_benchmark_runs_and_no_heuristic_beats_the_exact_minimum_or
     assert all(r.pods >= 1 - 1e-9 for r in ratios)  # the CPU lower bound holds for every placement
     assert path.stat().st_size > 10_000
     assert "Units against the exact minimum, pods against the CPU lower bound" in capsys.readouterr().out
+    packed = sizing.packing_table(5)
+    assert all(r.bound <= r.sam <= r.default and r.bound_one <= r.pdeployer <= r.one_per_pod for r in packed)
+    assert "Placing the units a plan runs" in capsys.readouterr().out
 
 
 def _step(budget: int, measured: float, operator: dict[str, float], fit: float | None, **kw: Any) -> Step:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormscale.operator.ports import (
+    Layout,
     MeasuredProfile,
+    PodLoad,
     Ports,
     RefusedError,
     StormTopologyState,
@@ -17,6 +19,7 @@ from stormscale.operator.ports import (
 )
 from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.planner import FlowModel, Topology, throughput
+from stormscale.storm.model import Executor
 
 Journal = list[tuple[str, Any]]
 
@@ -57,6 +60,13 @@ class FakeNimbus:
     journal: Journal = field(default_factory=list)
     free_slots: int | None = None  # None: Nimbus's slot count is not known
     describe_delay_s: float = 0.0  # a slow Nimbus: each describe takes this long
+    #: Report where executors run: Storm's system executors (``{"__acker": 1}``) and each Supervisor's
+    #: slots; without a placement every worker is alone on host ``h<i>``. None: no assignment reported.
+    system: dict[str, int] | None = None
+    supervisor_slots: dict[str, int] = field(default_factory=dict)
+    honours_placement: bool = True  # False: Nimbus runs Storm's own scheduler, the placement is ignored
+    placement: list[list[dict[str, int]]] | None = None  # the last one applied
+    sched_status: str = ""  # what Nimbus's scheduler says of the topology
 
     def describe(self, topology: str) -> StormTopologyState:
         self.calls.append(("describe", topology))
@@ -64,16 +74,65 @@ class FakeNimbus:
         if self.fail_describe:
             raise self.fail_describe
         return StormTopologyState(
-            self.status, dict(self.executors), dict(self.tasks), sum(self.executors.values()), self.free_slots
+            self.status,
+            dict(self.executors),
+            dict(self.tasks),
+            sum(self.executors.values()),
+            self.free_slots,
+            self.assignment(),
+            dict(self.supervisor_slots),
+            self.sched_status,
         )
 
-    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
+    def assignment(self) -> tuple[Executor, ...]:
+        """Every executor with its host and port: as the placement says, else one worker per host."""
+        if self.system is None:
+            return ()
+        counts = {**self.executors, **self.system}
+        queues = {c: list(storm_ranges(c, n, self.tasks.get(c, n))) for c, n in sorted(counts.items())}
+        layout = self.placement if self.placement is not None and self.honours_placement else None
+        if layout is None:
+            layout = [[{c: 1}] for c, q in sorted(queues.items()) for _ in q]
+        out = []
+        for i, pod in enumerate(layout):
+            for j, worker in enumerate(pod):
+                for component, n in sorted(worker.items()):
+                    for start, end in queues[component][:n]:
+                        out.append(Executor(component, start, end, f"h{i}", 6700 + j, 60))
+                    del queues[component][:n]
+        return tuple(out)
+
+    def rebalance(
+        self,
+        topology: str,
+        executors: Mapping[str, int],
+        workers: int,
+        wait_secs: int,
+        placement: Layout | None = None,
+    ) -> None:
+        layout = None if placement is None else [[dict(w) for w in pod] for pod in placement]
         self.calls.append(("rebalance", (dict(executors), workers)))
         self.journal.append(("rebalance", dict(executors)))
+        if layout is not None:
+            self.calls.append(("placement", layout))
         if self.fail_rebalance:
             raise self.fail_rebalance
         if self.applies_rebalance:
             self.executors = dict(executors)
+            self.placement = layout
+
+
+def storm_ranges(component: str, executors: int, tasks: int) -> list[tuple[int, int]]:
+    """Storm's split of a component's tasks over its executors (contiguous, larger first), task ids
+    from an offset per component so that ranges of different components never meet."""
+    first = 1000 * (sum(map(ord, component)) % 97)
+    base, extra = divmod(max(tasks, executors), executors)
+    out, task = [], first
+    for i in range(executors):
+        size = base + (1 if i < extra else 0)
+        out.append((task, task + size - 1))
+        task += size
+    return out
 
 
 @dataclass
@@ -82,13 +141,15 @@ class FakeProfiler:
     age_s: float = 5.0
     calls: int = 0
     fail: Exception | None = None
+    #: The worker pods' CPU over their limits, by pod (host): what MultiLevel's choices read.
+    pods: tuple[PodLoad, ...] = ()
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         self.calls += 1
         if self.fail:
             raise self.fail
         theta = throughput(self.topology, self.topology.units, FlowModel.BACKPRESSURE)
-        return MeasuredProfile(self.topology, theta, self.age_s)
+        return MeasuredProfile(self.topology, theta, self.age_s, pods=self.pods)
 
 
 @dataclass

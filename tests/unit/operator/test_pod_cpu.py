@@ -23,7 +23,7 @@ from stormscale.operator.ports import RefusedError, UnavailableError
 from stormscale.planner import load_profile
 from stormscale.samples import Sample
 from stormscale.storm.model import Executor
-from stormscale.storm.samples import Pod, PodCpu, Window, cpu_samples
+from stormscale.storm.samples import Pod, PodCpu, Window, cpu_samples, pod_busy
 from stormscale.storm.samples.demand import Demand, DemandRows
 from stormscale.storm.samples.queries import cpu_limit_query, cpu_usage_query
 from stormscale.storm.samples.reader import pod_series
@@ -375,3 +375,26 @@ def test_the_profiler_measures_capacity_from_the_pods_cpu() -> None:
 def test_no_worker_pods_means_storms_busy_time() -> None:
     cpu = WorkerCpu("streaming", "linear-workers", FakePods([]), FakeHosts(), FakeSeries())
     assert capacities(profiler(cpu))["2"] == pytest.approx(400.0 / 0.05, rel=0.02)
+
+
+def test_a_pods_busy_fraction_is_its_cpu_over_its_limit_across_the_window() -> None:
+    assert pod_busy(usage(0.0, 1.0, 2.0, 3.0, limit=0.5), None) == pytest.approx(0.2)  # 0.1 core / 0.5
+    assert pod_busy(usage(0.0, 1.0, 2.0), 0.25) == pytest.approx(0.4)  # the spec's limit without cAdvisor's
+    assert pod_busy(usage(5.0, 6.0, 0.5, 1.5), 0.5) == pytest.approx(
+        2.5 / 30 / 0.5
+    )  # a reset: restarted from 0
+    assert pod_busy(usage(1.0), 0.5) is None  # one point: no rate
+    assert pod_busy(usage(0.0, 1.0), None) is None  # no limit anywhere
+
+
+def test_the_profiler_reports_every_worker_pods_cpu_for_the_container_level() -> None:
+    cpu = WorkerCpu(
+        "streaming", "linear-workers", FakePods([*PODS, pod("idle", "10.1.0.99")]), FakeHosts(), FakeSeries()
+    )
+    loads = {p.name: p for p in profiler(cpu).profile("linear", 300).pods}
+    assert set(loads) == {p.name for p in PODS} | {"idle"}
+    assert loads["idle"].cpu is None  # no cAdvisor series
+    assert loads[PODS[0].name].hosts == (PODS[0].ip, PODS[0].name)
+    busy = [loads[p.name].cpu for p in PODS]
+    # bolt 3 (250/s a unit) holds the flow at 250/s: bolts 2 and 4 are busy 250/400 and 250/900 of a pod
+    assert busy == pytest.approx([250 / 400, 250 / 250, 250 / 900], abs=0.01)

@@ -8,6 +8,20 @@ a target rate live in :mod:`stormscale.planner.sizing`): the *needed* budget is 
 
 and ``maxUnits`` when no budget gets there (reported as ScalingLimited).
 
+Sizing for a target rate (``scaling.sizing``, ``scaling.targetRate``): the planner's sizing strategy
+(:func:`stormscale.planner.sizing.strategies.size`: exact, LSA, MBA, P-Deployer) gives the units per
+component that sustain Ω, the spec's ``targetRate`` or the measured demand over ``targetUtilization``::
+
+    Ω       = targetRate  or  Ω_now / ρ
+    Ω_s     = min(Ω, Ω_max)                  Ω_max: the most the components' maxUnits sustain
+    units   = size(profile, Ω_s, sizing)     (spouts keep their units)
+    b       = Σ units − Σ baseline           Auto's budget, held in [minUnits, maxUnits]:
+    b > maxUnits:  the budget strategy removes b − maxUnits units from them (its scale-in)
+    b < minUnits:  the budget strategy adds minUnits − b units to them
+
+Auto applies those units (the sizing decides where units go, not the budget strategy); Manual and
+Recommend only show them in ``status.sizing``.
+
 Stabilization (Flink's autoscaler and HPA): a rise waits for the cooldown since the last change; a fall
 must be wanted for ``scaleInDelay`` without interruption, then also waits for the cooldown. Its state
 (last change, since when a fall is wanted) lives in ``status.autoscaler``, never in memory.
@@ -15,11 +29,19 @@ must be wanted for ``scaleInDelay`` without interruption, then also waits for th
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from stormscale.operator.status import AutoscalerState, timestamp
-from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan
+from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan, throughput
+from stormscale.planner.sizing.exact import max_feasible_rate, offered_rate, scaled_to
+from stormscale.planner.sizing.strategies import Sizing as PlannerSizing
+from stormscale.planner.sizing.strategies import SizingError, SizingStrategy, size
+
+#: Seconds the budget strategy may take to hold a sizing within Auto's bounds (the exact program).
+CLAMP_TIME_LIMIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,114 @@ def needed_budget(
         if not congested(topology, units, model, threshold):
             return Sizing(budget, True)
     return Sizing(high, False)
+
+
+@dataclass(frozen=True)
+class SizedUnits:
+    """A sizing for Ω: the strategy's own answer, and the units after Auto's bounds."""
+
+    strategy: SizingStrategy
+    source: str  # "targetRate" (the spec's) or "demand" (measured, over targetUtilization)
+    target_rate: float
+    sized_rate: float
+    sized: PlannerSizing
+    exact_units: int
+    units: dict[str, int]
+    budget: int
+    predicted: float
+    limits: tuple[str, ...] = ()
+
+    @property
+    def sufficient(self) -> bool:
+        """The units sustain the whole target (no bound took anything away)."""
+        return not self.limits
+
+
+def size_units(
+    model: Topology,
+    baseline: Mapping[str, int],
+    *,
+    strategy: SizingStrategy,
+    target_rate: float,
+    source: str,
+    slots_per_pod: int,
+    bounds: tuple[int, int] | None = None,
+    plan_strategy: Strategy = Strategy.COMBINED,
+    flow_model: FlowModel = FlowModel.BACKPRESSURE,
+) -> SizedUnits:
+    """The sizing's units for Ω = ``target_rate`` (module docstring; ``source``: where Ω comes from);
+    ``bounds``: Auto's [minUnits, maxUnits] budget.
+
+    ``model`` is the measured profile with its bounds (``maxUnits`` from the task counts), holding the
+    units that run. Raises :class:`SizingError` (or the planner's ``TargetRateError``) when nothing
+    can be sized.
+    """
+    omega = target_rate
+    ceiling = max_feasible_rate(model)
+    if ceiling <= 0:
+        raise SizingError("no target rate fits the components' maxUnits (a bound below one unit)")
+    limits: list[str] = []
+    sized_rate = omega
+    if omega > ceiling:
+        sized_rate = ceiling
+        limits.append(
+            f"{omega:.4g} tuples/s needs more units than the components' maxUnits allow; "
+            f"sized for {ceiling:.4g} tuples/s"
+        )
+    sized = size(model, sized_rate, strategy, slots_per_pod)
+    exact = size(model, sized_rate, SizingStrategy.EXACT, slots_per_pod)
+    units = dict(sized.units)
+    at_rate = scaled_to(_with_units(model, units), sized_rate)
+    budget = sum(units.values()) - sum(baseline.values())
+    if bounds is not None:
+        low, high = bounds
+        wanted = min(max(budget, low), high)
+        if wanted != budget:
+            plan = make_plan(at_rate, wanted - budget, plan_strategy, flow_model, CLAMP_TIME_LIMIT_S)
+            vector = add_allocation(at_rate, at_rate.units, plan.allocation)
+            units = {c.id: n for c, n in zip(at_rate.components, vector, strict=True)}
+            side = "scaling.maxUnits" if wanted == high else "scaling.minUnits"
+            limits.append(
+                f"the sizing's budget {budget} is outside [{low}, {high}]: {plan.chosen or plan.strategy} "
+                f"moved {wanted - budget:+d} units to hold {side} {wanted}"
+            )
+            if plan.unallocated:
+                limits.append(f"{plan.unallocated} units could not be moved")
+            budget = sum(units.values()) - sum(baseline.values())
+    vector = tuple(units[c.id] for c in at_rate.components)
+    return SizedUnits(
+        strategy=strategy,
+        source=source,
+        target_rate=omega,
+        sized_rate=sized_rate,
+        sized=sized,
+        exact_units=exact.total_units,
+        units=units,
+        budget=budget,
+        predicted=throughput(at_rate, vector, flow_model),
+        limits=tuple(limits),
+    )
+
+
+def target_of(measured: Topology, target_rate: float | None, utilization: float) -> tuple[float, str]:
+    """Ω and where it comes from: the spec's ``targetRate``, else the measured demand over ρ."""
+    if target_rate is not None:
+        return target_rate, "targetRate"
+    return offered_rate(measured) / utilization, "demand"
+
+
+def _with_units(model: Topology, units: Mapping[str, int]) -> Topology:
+    """``model`` holding ``units`` (bounds widened to hold them, a bolt's floor at one unit)."""
+    components = tuple(
+        dataclasses.replace(
+            c,
+            units=units[c.id],
+            max_units=None if c.max_units is None else max(c.max_units, units[c.id]),
+            min_units=c.min_units if c.is_spout else min(units[c.id], 1),
+        )
+        for c in model.components
+    )
+    return Topology(model.name, components)
 
 
 @dataclass(frozen=True)

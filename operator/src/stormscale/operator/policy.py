@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from stormscale.planner import FlowModel, Strategy
+from stormscale.planner.sizing.strategies import SizingStrategy
 from stormscale.samples import parse_duration
 from stormscale.samples.durations import PATTERN as DURATION
 from stormscale.storm.samples import MAX_POINTS
@@ -58,9 +59,27 @@ def millicores(quantity: str) -> int:
     return round(value if match.group(2) else value * 1000)
 
 
+class PlacementKind(StrEnum):
+    """Who decides which executors share a worker and a pod (absent: Storm's own scheduler)."""
+
+    SAM = "SAM"  # seed 001's Slot Aware Mapping, repacked on every apply
+    PDEPLOYER = "PDeployer"  # seed 003's bin packing (Algorithm 1), one slot per pod
+    MULTI_LEVEL = "MultiLevel"  # seed 004's container level per new unit, LIFO scale-in
+
+
+class SizingKind(StrEnum):
+    """The planner's sizing strategies for a target rate (``stormscale size``)."""
+
+    EXACT = "Exact"
+    LSA = "LSA"
+    MBA = "MBA"
+    PDEPLOYER = "PDeployer"
+
+
 class WorkersSpec(_Model):
     deployment: str = Field(min_length=1, max_length=253)
     slots_per_pod: int = Field(default=1, ge=1, le=64)
+    placement: PlacementKind | None = None
     #: CPU a worker pod uses whatever its tuples (Supervisor, heartbeats, Storm's idle polling):
     #: busy = (pod CPU - overhead) / (limit - overhead). See docs/operator.md.
     pod_overhead_cpu: str = Field(default="0", alias="podOverheadCPU", pattern=_CPU_QUANTITY.pattern)
@@ -68,6 +87,15 @@ class WorkersSpec(_Model):
     @property
     def pod_overhead_cores(self) -> float:
         return millicores(self.pod_overhead_cpu) / 1000
+
+    @model_validator(mode="after")
+    def _one_slot_for_pdeployer(self) -> WorkersSpec:
+        if self.placement is PlacementKind.PDEPLOYER and self.slots_per_pod != 1:
+            raise ValueError(
+                "workers.placement PDeployer packs pods of one slot (seed 003 §6.2): "
+                "set workers.slotsPerPod 1"
+            )
+        return self
 
 
 class MetricsSpec(_Model):
@@ -112,6 +140,10 @@ class ScalingSpec(_Model):
     congestion_threshold: float = Field(default=0.05, ge=0, le=1)
     #: Auto sizes for the measured demand over this (0.8: 25 % headroom); 1 plans for the demand itself.
     target_utilization: float = Field(default=1.0, gt=0, le=1)
+    #: Tuples/s offered at the spouts to size for; absent: the measured demand / targetUtilization.
+    target_rate: float | None = Field(default=None, gt=0, le=1e12, allow_inf_nan=False)
+    #: The sizing strategy; absent: no sizing (or Exact when targetRate is set).
+    sizing: SizingKind | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> ScalingSpec:
@@ -119,7 +151,19 @@ class ScalingSpec(_Model):
             raise ValueError("scaling.minUnits must not exceed scaling.maxUnits")
         if self.budget > self.max_units:
             raise ValueError("scaling.budget must not exceed scaling.maxUnits")
+        if self.target_rate is not None and self.mode is Mode.MANUAL:
+            raise ValueError(
+                "scaling.targetRate: Manual mode applies scaling.budget only; use Recommend to see the "
+                "sizing for a target rate, or Auto to apply it"
+            )
         return self
+
+    @property
+    def sizing_strategy(self) -> SizingKind | None:
+        """The sizing in effect: ``sizing``, else Exact when a target rate is set, else none."""
+        if self.sizing is not None:
+            return self.sizing
+        return SizingKind.EXACT if self.target_rate is not None else None
 
 
 class KafkaSourceSpec(_Model):
@@ -186,6 +230,12 @@ class Policy(_Model):
     settle_s: float
     cooldown_s: float
     scale_in_delay_s: float
+    #: The planner's sizing strategy in effect (``scaling.sizing``, Exact with a bare targetRate).
+    sizing: SizingStrategy | None = None
+
+    @property
+    def placement(self) -> PlacementKind | None:
+        return self.spec.workers.placement
 
 
 def parse_spec(raw: dict[str, Any]) -> Policy:
@@ -209,4 +259,5 @@ def parse_spec(raw: dict[str, Any]) -> Policy:
         settle_s=parse_duration(spec.metrics.settle),
         cooldown_s=parse_duration(scaling.cooldown),
         scale_in_delay_s=parse_duration(scaling.scale_in_delay),
+        sizing=None if (kind := scaling.sizing_strategy) is None else SizingStrategy(kind.value.lower()),
     )

@@ -7,12 +7,20 @@ request itself is wrong) and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
+from stormscale.storm.model import Executor, is_system
+
+#: A placement as the rebalance carries it: pods in order, each its workers in order, each component
+#: -> executors (system components included, ``__system`` never): docs/operator.md, "Placement".
+Layout = Sequence[Sequence[Mapping[str, int]]]
+#: Storm adds one of these to every worker itself; a placement never lists it.
+UNPLACED = "__system"
 
 
 class UnavailableError(RuntimeError):
@@ -55,6 +63,19 @@ class StormTopologyState:
     workers: int
     #: Worker slots no topology uses, over every Supervisor Nimbus lists (None: not known).
     free_slots: int | None = None
+    #: Every executor with its worker's host and port (system ones included); empty: not known.
+    assignment: tuple[Executor, ...] = ()
+    #: Each Supervisor's slots (``supervisor.slots.ports``) by the host it announces; empty: not known.
+    supervisor_slots: Mapping[str, int] = field(default_factory=dict)
+    #: What Nimbus's scheduler says of the topology (``sched_status``; empty: nothing).
+    sched_status: str = ""
+
+    @property
+    def system_executors(self) -> dict[str, int]:
+        """Executors of Storm's own components a placement must place (``__acker``, …; not ``__system``)."""
+        counts = Counter(e.component for e in self.assignment if is_system(e.component))
+        counts.pop(UNPLACED, None)
+        return dict(sorted(counts.items()))
 
     def slots_for(self, workers: int) -> bool:
         """Whether a rebalance to ``workers`` workers finds a slot for each: the free ones plus those
@@ -67,6 +88,20 @@ class StormTopologyState:
 
 
 @dataclass(frozen=True)
+class PodLoad:
+    """A worker pod's CPU over the profile's window: its use over its limit (``None``: not measured),
+    and the hosts a Supervisor in it may announce (its IP, its name)."""
+
+    name: str
+    ip: str | None
+    cpu: float | None
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(h for h in (self.ip, self.name) if h)
+
+
+@dataclass(frozen=True)
 class MeasuredProfile:
     """The aggregation's profile (units = executors when measured) and its observed throughput."""
 
@@ -76,6 +111,8 @@ class MeasuredProfile:
     #: The profile document's ``confidence`` (steadiness, window, notes) and, under ``components``,
     #: each component's (where each number came from, spreads, disagreements).
     confidence: Mapping[str, Any] = field(default_factory=dict)
+    #: The worker Deployment's pods and their CPU (empty: not measured).
+    pods: tuple[PodLoad, ...] = ()
 
 
 class WorkerDeployments(Protocol):
@@ -88,8 +125,17 @@ class WorkerDeployments(Protocol):
 class Nimbus(Protocol):
     def describe(self, topology: str) -> StormTopologyState: ...
 
-    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
-        """Set every component's executors and the worker count in one rebalance."""
+    def rebalance(
+        self,
+        topology: str,
+        executors: Mapping[str, int],
+        workers: int,
+        wait_secs: int,
+        placement: Layout | None = None,
+    ) -> None:
+        """Set every component's executors and the worker count in one rebalance, and with
+        ``placement`` which executors share a worker and a pod (the topology conf's
+        ``stormscale.placement``, which Stormscale's scheduler on Nimbus obeys)."""
 
 
 class Profiler(Protocol):

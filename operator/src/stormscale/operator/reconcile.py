@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from stormscale.operator.autoscale import decide, needed_budget
-from stormscale.operator.policy import Mode, Policy
+from stormscale.operator import packing
+from stormscale.operator.autoscale import SizedUnits, decide, needed_budget, size_units, target_of
+from stormscale.operator.policy import Mode, PlacementKind, Policy
 from stormscale.operator.ports import (
     Events,
     MeasuredProfile,
@@ -38,18 +39,27 @@ from stormscale.operator.status import (
     AutoscalerState,
     Observed,
     PendingApply,
+    PlacementStatus,
     PlanSummary,
     Predicted,
     Reason,
+    SizingSummary,
     StormTopologyStatus,
     timestamp,
 )
-from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan
+from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan, throughput
+from stormscale.planner.placement.shukla import MappingError
+from stormscale.planner.sizing.exact import TargetRateError
+from stormscale.planner.sizing.strategies import SizingError
+from stormscale.storm.placement import PlacementError
 
 AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
 OPTIMAL_TIME_LIMIT_S = 10.0
+#: Seconds after a rebalance that carried a placement during which a layout Nimbus does not report
+#: yet is waited for (Progressing); after it, Degraded/PlacementNotApplied.
+PLACEMENT_GRACE_S = 120.0
 LOG = logging.getLogger("stormscale.operator")
 
 
@@ -251,6 +261,10 @@ class _Pass:
     storm: StormTopologyState
     budget: int  # the spec's, or Auto's choice
     at_max_units: bool = False  # Auto: even scaling.maxUnits leaves components congested
+    #: Auto with a sizing: why its units fall short of the target (``None``: they do not).
+    limited: str | None = None
+    #: Auto with a sizing, moving to it now: the units to apply (not a budget strategy's plan).
+    sized: SizedUnits | None = None
 
 
 def reconcile(
@@ -311,13 +325,20 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         return st.degraded(Reason.TOPOLOGY_NOT_FOUND, str(err))
     except UnavailableError as err:
         return st.degraded(Reason.NIMBUS_UNAVAILABLE, str(err))
+    too_few = slots_problem(storm, spec.workers.slots_per_pod)
+    if too_few:
+        return st.degraded(Reason.INVALID_SPEC, too_few)
     if st.status.baseline is not None and set(st.status.baseline) != set(storm.executors):
         _refresh_baseline(st, storm)
     baseline = dict(st.status.baseline or storm.executors)
     st.status.baseline = baseline
+    if policy.sizing is None:  # scaling.sizing and targetRate removed: no sizing to show
+        st.status.sizing = None
     seen = _Pass(resource, policy, st, ports, workers, storm, policy.budget)
     measured: MeasuredProfile | None = None
     pending = st.status.pending
+    if pending and _kind(pending.placement) != policy.placement:  # workers.placement changed meanwhile
+        pending = st.status.pending = None
     if policy.mode is Mode.AUTO and pending:  # finish what Auto started
         seen = dataclasses.replace(seen, budget=pending.budget)
     elif policy.mode is Mode.AUTO:
@@ -331,9 +352,12 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         seen = sized
     budget = seen.budget
     if pending and pending.budget == budget:
-        return _apply(seen, dict(pending.units))
+        return _apply(seen, dict(pending.units), pending.placement)
     st.status.pending = None
-    if _converged(st.status, budget, storm, workers, spec.workers.slots_per_pod):
+    if _converged(st.status, budget, storm, workers, policy):
+        drift = placement_drift(st.status.placement, storm, policy)
+        if drift:
+            return st.degraded(Reason.PLACEMENT_NOT_APPLIED, drift)
         st.healthy()
         st.set(PROGRESSING, False, Reason.STABLE, f"Budget {budget} is applied")
         st.set(READY, True, Reason.APPLIED, f"Budget {budget} is applied")
@@ -391,15 +415,68 @@ def _refresh_baseline(st: _Book, storm: StormTopologyState) -> None:
     st.events.append(("Normal", Reason.BASELINE_REFRESHED, message))
 
 
-def _converged(
-    status: StormTopologyStatus, budget: int, storm: StormTopologyState, workers: Workers, slots: int
-) -> bool:
-    units = status.units
+def _kind(placement: PlacementStatus | None) -> PlacementKind | None:
+    return None if placement is None else PlacementKind(placement.strategy)
+
+
+def slots_problem(storm: StormTopologyState, slots_per_pod: int) -> str | None:
+    """Why ``slotsPerPod`` cannot hold: a Supervisor that runs the topology's workers (else every
+    Supervisor Nimbus lists) has fewer slots (``supervisor.slots.ports``); ``None`` when it holds
+    or Nimbus does not say."""
+    offered = storm.supervisor_slots
+    ours = {e.host for e in storm.assignment} & set(offered)
+    pool = {h: offered[h] for h in ours} or dict(offered)
+    if not pool:
+        return None
+    small = sorted(h for h, n in pool.items() if n < slots_per_pod) if ours else []
+    if not ours and max(pool.values()) < slots_per_pod:
+        small = sorted(pool)
+    if not small:
+        return None
+    host = small[0]
     return (
-        status.applied_budget == budget
-        and units is not None
-        and dict(storm.executors) == units
-        and workers.replicas == replicas_for(units, slots)
+        f"spec.workers.slotsPerPod {slots_per_pod} exceeds the {pool[host]} slot(s) of Supervisor {host} "
+        f"(supervisor.slots.ports): a worker pod cannot run {slots_per_pod} workers"
+    )
+
+
+def _converged(
+    status: StormTopologyStatus, budget: int, storm: StormTopologyState, workers: Workers, policy: Policy
+) -> bool:
+    """Budget applied, Storm runs its units and the Deployment has its pods (with ``workers.placement``:
+    the last placement's, by the same strategy; whether Storm still runs it is
+    :func:`placement_drift`'s)."""
+    units, placement = status.units, status.placement
+    if status.applied_budget != budget or units is None or dict(storm.executors) != units:
+        return False
+    if policy.placement is None:
+        return workers.replicas == replicas_for(units, policy.spec.workers.slots_per_pod)
+    return (
+        placement is not None and _kind(placement) == policy.placement and workers.replicas == placement.pods
+    )
+
+
+def placement_drift(
+    placement: PlacementStatus | None, storm: StormTopologyState, policy: Policy
+) -> str | None:
+    """Why Nimbus no longer runs the applied placement (a worker pod restarted, a Supervisor gone), or
+    ``None``. Nothing is sent again: Stormscale's scheduler assigns the placement once a Supervisor
+    is free, and a rebalance would only restart every worker."""
+    if policy.placement is None or placement is None:
+        return None
+    try:
+        problems = packing.problems(
+            packing.as_placement(placement.counts()), storm, policy.spec.topology_name
+        )
+    except PlacementError as err:
+        return f"status.placement: {err}"
+    if not problems:
+        return None
+    said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
+    shown = "; ".join([*said, *problems][:3]) + ("; …" if len(said) + len(problems) > 3 else "")
+    return (
+        f"Nimbus no longer runs status.placement: {shown} "
+        "(its scheduler assigns it again once a Supervisor is free)"
     )
 
 
@@ -432,6 +509,8 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
         model = planning_model(measured.topology, baseline, seen.storm.tasks, policy)
     except InvalidProfileError:
         return seen  # _plan_and_apply reports it
+    if policy.sizing is not None:
+        return _auto_sized(seen, measured, baseline)
     try:
         sizing = needed_budget(
             model,
@@ -460,13 +539,99 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
     return dataclasses.replace(seen, budget=decision.budget, at_max_units=not sizing.sufficient)
 
 
-def _max_units_reached(st: _Book, max_units: int) -> None:
-    message = f"Even scaling.maxUnits {max_units} leaves components congested"
+def _max_units_reached(st: _Book, max_units: int, why: str | None = None) -> None:
+    message = why or f"Even scaling.maxUnits {max_units} leaves components congested"
     st.set(SCALING_LIMITED, True, Reason.MAX_UNITS_REACHED, message)
 
 
+def _auto_sized(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass | Outcome:
+    """Auto with ``scaling.sizing``: the sizing's units for Ω, its budget under cooldown and delayed
+    scale-in; when the decision is that budget, the sizing's units are what is applied."""
+    policy, st = seen.policy, seen.st
+    scaling = policy.spec.scaling
+    sized = _size(seen, measured, baseline, bounds=(scaling.min_units, scaling.max_units))
+    if isinstance(sized, Outcome):
+        return sized
+    state = st.status.autoscaler or AutoscalerState()
+    current = state.desired_budget if state.desired_budget is not None else policy.budget
+    decision = decide(
+        current,
+        sized.budget,
+        state,
+        st.now,
+        cooldown_s=policy.cooldown_s,
+        scale_in_delay_s=policy.scale_in_delay_s,
+    )
+    st.status.autoscaler = decision.state
+    limited = "; ".join(sized.limits) or None
+    if limited:
+        _max_units_reached(st, scaling.max_units, limited)
+    elif st.status.holds(SCALING_LIMITED, Reason.MAX_UNITS_REACHED):
+        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, f"Within scaling.maxUnits {scaling.max_units}")
+    return dataclasses.replace(
+        seen,
+        budget=decision.budget,
+        at_max_units=limited is not None,
+        limited=limited,
+        sized=sized if decision.budget == sized.budget else None,
+    )
+
+
+def _size(
+    seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int], bounds: tuple[int, int] | None
+) -> SizedUnits | Outcome:
+    """The sizing for Ω from the units that run, recorded in ``status.sizing`` (``applied`` in Auto);
+    Degraded/PlanningFailed when nothing can be sized."""
+    policy, st, storm = seen.policy, seen.st, seen.storm
+    assert policy.sizing is not None
+    scaling = policy.spec.scaling
+    start, _ = planning_start(baseline, st.status, 0)
+    try:
+        model = planning_model(measured.topology, start, storm.tasks, policy)
+        omega, source = target_of(measured.topology, scaling.target_rate, scaling.target_utilization)
+        sized = size_units(
+            model,
+            baseline,
+            strategy=policy.sizing,
+            target_rate=omega,
+            source=source,
+            slots_per_pod=policy.spec.workers.slots_per_pod,
+            bounds=bounds,
+            plan_strategy=policy.strategy,
+            flow_model=policy.flow_model,
+        )
+    except UnknownOverrideError as err:
+        return st.degraded(Reason.INVALID_SPEC, str(err))
+    except InvalidProfileError as err:
+        return st.degraded(Reason.INVALID_PROFILE, str(err))
+    except (SizingError, TargetRateError, OptimalLimitError) as err:
+        return st.degraded(Reason.PLANNING_FAILED, f"sizing {policy.sizing.value}: {err}")
+    st.status.sizing = sizing_summary(sized, applied=policy.mode is Mode.AUTO, now=st.now)
+    return sized
+
+
+def sizing_summary(sized: SizedUnits, *, applied: bool, now: datetime) -> SizingSummary:
+    """``status.sizing`` from a sizing."""
+    return SizingSummary(
+        strategy=sized.strategy.value,
+        source="targetRate" if sized.source == "targetRate" else "demand",
+        target_rate=round(sized.target_rate, 3),
+        sized_rate=round(sized.sized_rate, 3),
+        units=dict(sized.units),
+        total_units=sum(sized.units.values()),
+        budget=sized.budget,
+        slots=sized.sized.slots,
+        pods=sized.sized.pods,
+        exact_units=sized.exact_units,
+        predicted=round(sized.predicted, 3),
+        applied=applied,
+        message="; ".join(sized.limits) or sized.sized.note,
+        at=timestamp(now),
+    )
+
+
 def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredProfile | None) -> Outcome:
-    resource, policy, st, ports, storm = seen.resource, seen.policy, seen.st, seen.ports, seen.storm
+    policy, st, storm = seen.policy, seen.st, seen.storm
     if not storm.active:
         return st.degraded(
             Reason.TOPOLOGY_NOT_ACTIVE, f"Topology {policy.spec.topology_name} is {storm.status}"
@@ -483,6 +648,41 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.INVALID_SPEC, str(err))
     except InvalidProfileError as err:
         return st.degraded(Reason.INVALID_PROFILE, str(err))
+    planned = _budget_plan(seen, model, start, delta)
+    if isinstance(planned, Outcome):
+        return planned
+    target, unallocated = planned
+    if policy.sizing is None:
+        st.status.sizing = None
+    elif policy.mode is not Mode.AUTO:
+        _show_sizing(seen, measured, baseline)
+    st.healthy()
+    st.status.observed = Observed(
+        throughput=round(measured.throughput, 3), window=policy.spec.metrics.window, at=timestamp(st.now)
+    )
+    if unallocated:
+        st.set(
+            SCALING_LIMITED,
+            True,
+            Reason.UNITS_UNALLOCATED,
+            f"{unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)",
+        )
+    elif seen.at_max_units:  # every unit used, and still not enough: say that, not "within limits"
+        _max_units_reached(st, policy.spec.scaling.max_units, seen.limited)
+    else:
+        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, "Every unit of the budget is used")
+    return _lay_out_and_apply(seen, measured, target)
+
+
+def _budget_plan(
+    seen: _Pass, model: Topology, start: dict[str, int], delta: int
+) -> tuple[dict[str, int], int] | Outcome:
+    """Every budget strategy's plan for ``delta`` units from ``start`` (``status.lastPlan``), and the
+    target units with those the plan could not use. Auto with a sizing applies the sizing's units
+    and plans the strategies for as many units, beside it."""
+    policy, st, sized = seen.policy, seen.st, seen.sized
+    if sized is not None:
+        delta = sum(sized.units.values()) - sum(start.values())
     started = time.perf_counter()
     try:
         plans = strategy_plans(model, delta, policy)
@@ -490,33 +690,37 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.PLANNING_FAILED, str(err))
     finally:
         st.plan_seconds = time.perf_counter() - started
-    plan = plans[policy.strategy]
-    st.healthy()
-    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
-    st.status.observed = Observed(
-        throughput=round(measured.throughput, 3), window=policy.spec.metrics.window, at=timestamp(st.now)
-    )
-    if plan.unallocated:
-        st.set(
-            SCALING_LIMITED,
-            True,
-            Reason.UNITS_UNALLOCATED,
-            f"{plan.unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)",
+    if sized is not None:
+        st.status.last_plan = sized_plan_summary(
+            model, sized, plans, now=st.now, budget=seen.budget, start=start, strategy=policy.strategy
         )
-    elif seen.at_max_units:  # every unit used, and still not enough: say that, not "within limits"
-        _max_units_reached(st, policy.spec.scaling.max_units)
-    else:
-        st.set(SCALING_LIMITED, False, Reason.WITHIN_LIMITS, "Every unit of the budget is used")
+        return dict(sized.units), 0
+    plan = plans[policy.strategy]
+    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
+    return {cid: start[cid] + plan.allocation.get(cid, 0) for cid in start}, plan.unallocated
+
+
+def _lay_out_and_apply(seen: _Pass, measured: MeasuredProfile, target: dict[str, int]) -> Outcome:
+    """The placement of ``target`` (with ``workers.placement``); Recommend stops here, Manual and
+    Auto save the intent and apply."""
+    resource, policy, st, ports = seen.resource, seen.policy, seen.st, seen.ports
+    placement: PlacementStatus | None = None
+    if policy.placement is not None:
+        laid = _placement(seen, measured, target)
+        if isinstance(laid, Outcome):
+            return laid
+        placement = laid
     if policy.mode is Mode.RECOMMEND:
+        st.status.placement = placement
         st.set(PROGRESSING, False, Reason.RECOMMENDED, "Recommend mode: the plan is in status.lastPlan only")
         st.set(READY, True, Reason.RECOMMENDED, f"Plan for budget {seen.budget} recommended, not applied")
         return Outcome(st.status)
-    target = {cid: start[cid] + plan.allocation.get(cid, 0) for cid in start}
     st.status.pending = PendingApply(
         budget=seen.budget,
         units=target,
-        replicas=replicas_for(target, policy.spec.workers.slots_per_pod),
+        replicas=_replicas(target, placement, policy),
         since=timestamp(st.now),
+        placement=placement,
     )
     try:  # intent first: a crash from here on resumes this very plan (baseline and autoscaler too)
         ports.status.save(resource.namespace, resource.name, st.status)
@@ -524,40 +728,152 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, str(err))
     except RefusedError as err:
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
-    return _apply(seen, target)
+    return _apply(seen, target, placement)
 
 
-def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
-    """Make it so: replicas, then one rebalance, then verify (on a later pass if Storm is busy)."""
+def sized_plan_summary(
+    model: Topology,
+    sized: SizedUnits,
+    plans: Mapping[Strategy, Plan],
+    *,
+    now: datetime,
+    budget: int,
+    start: Mapping[str, int],
+    strategy: Strategy,
+) -> PlanSummary:
+    """``status.lastPlan`` for Auto's sizing: its units as the allocation from ``start``, Θ before and
+    after on the model planned on, and beside it every budget strategy's Θ for as many units."""
+    flow = next(iter(plans.values())).flow_model
+    units = tuple(sized.units[c.id] for c in model.components)
+    alternatives = {s.value: round(p.after, 3) for s, p in plans.items()}
+    after = throughput(model, units, flow)
+    alternatives[sized.strategy.value] = round(after, 3)
+    return PlanSummary(
+        budget=budget,
+        strategy=strategy.value,
+        flow_model=flow.value,
+        chosen=sized.strategy.value,
+        start=dict(start),
+        allocation={c: n - start[c] for c, n in sized.units.items() if n != start[c]},
+        unallocated=0,
+        predicted=Predicted(before=round(throughput(model, model.units, flow), 3), after=round(after, 3)),
+        alternatives=alternatives,
+        at=timestamp(now),
+    )
+
+
+def _show_sizing(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> None:
+    """Manual and Recommend: the sizing beside the budget plan, in ``status.sizing`` only. A sizing
+    that fails takes nothing from the budget plan: ``status.sizing`` is dropped and the log says why."""
+    book = _Book(seen.st.status.model_copy(deep=True), seen.st.now, seen.st.generation)
+    shown = _size(dataclasses.replace(seen, st=book), measured, baseline, bounds=None)
+    if isinstance(shown, Outcome):
+        seen.st.status.sizing = None
+        LOG.warning("[%s/%s] no sizing shown: %s", seen.resource.namespace, seen.resource.name, shown.summary)
+        return
+    seen.st.status.sizing = book.status.sizing
+
+
+def _placement(
+    seen: _Pass, measured: MeasuredProfile, target: Mapping[str, int]
+) -> PlacementStatus | Outcome:
+    """``workers.placement``: the layout of ``target`` (:mod:`.packing`) with Storm's own executors."""
+    policy, st, storm = seen.policy, seen.st, seen.storm
+    kind = policy.placement
+    assert kind is not None
+    slots = policy.spec.workers.slots_per_pod
+    try:
+        model = planning_model(measured.topology, target, storm.tasks, policy)
+        if kind is PlacementKind.MULTI_LEVEL:
+            now = packing.running(st.status.placement, storm, policy.spec.topology_name)
+            planned = packing.grow(now, target, model, measured.pods, slots)
+        else:
+            planned = packing.pack(kind, model, target, slots)
+        placement = packing.summary(planned, storm.system_executors, slots, st.now)
+        packing.as_placement(placement.counts())  # what the rebalance carries: every count checked
+    except (SizingError, MappingError, PlacementError, ValueError) as err:
+        return st.degraded(Reason.PLANNING_FAILED, f"workers.placement {kind.value}: {err}")
+    return placement
+
+
+def _replicas(target: Mapping[str, int], placement: PlacementStatus | None, policy: Policy) -> int:
+    """Worker pods: the placement's, else one slot per unit and ``slotsPerPod`` slots per pod."""
+    return (
+        placement.pods if placement is not None else replicas_for(target, policy.spec.workers.slots_per_pod)
+    )
+
+
+def _apply(seen: _Pass, target: dict[str, int], placement: PlacementStatus | None = None) -> Outcome:
+    """Make it so: replicas, then one rebalance (carrying the placement), then verify (on a later pass
+    if Storm is busy or has not assigned the placement yet)."""
     resource, spec, st, ports = seen.resource, seen.policy.spec, seen.st, seen.ports
     workers, storm = seen.workers, seen.storm
-    replicas = replicas_for(target, spec.workers.slots_per_pod)
+    replicas = _replicas(target, placement, seen.policy)
     st.healthy()
     now_replicas = workers.replicas
+    pending = st.status.pending
+    missing: list[str] = []
     try:
         if workers.replicas != replicas:
             ports.deployments.scale(resource.namespace, spec.workers.deployment, replicas)
             now_replicas = replicas
         if storm.status == "REBALANCING":
             return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
-        if dict(storm.executors) != target:
-            if not storm.slots_for(sum(target.values())):
+        layout = None if placement is None else packing.as_placement(placement.counts())
+        missing = [] if layout is None else packing.problems(layout, storm, spec.topology_name)
+        requested = pending.rebalanced if pending is not None else None
+        if dict(storm.executors) != target or (missing and requested is None):
+            slots = placement.workers if placement is not None else sum(target.values())
+            if not storm.slots_for(slots):
                 # Storm would put two executors in one worker (Even scheduler: slots used = min(workers,
                 # free slots)) and keep them there once the late pods' Supervisors register.
                 message = (
-                    f"waiting for worker pods to register with Nimbus: {sum(target.values())} slots "
+                    f"waiting for worker pods to register with Nimbus: {slots} slots "
                     f"needed, {storm.free_slots} free + {storm.workers} held"
                 )
                 return _progressing(st, Reason.WAITING_FOR_SLOTS, message)
-            ports.nimbus.rebalance(spec.topology_name, target, sum(target.values()), REBALANCE_WAIT_SECS)
+            counts = None if placement is None else placement.counts()
+            ports.nimbus.rebalance(spec.topology_name, target, slots, REBALANCE_WAIT_SECS, counts)
+            if pending is not None:
+                pending.rebalanced = timestamp(st.now)
+            where = "" if placement is None else f" ({packing.choices_text(placement)})"
             return _progressing(
-                st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested"
+                st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested{where}"
             )
     except RefusedError as err:
         return _refused(seen, str(err), now_replicas)
     except UnavailableError as err:
         return st.degraded(Reason.APPLY_UNAVAILABLE, str(err))
-    return _verified(st, seen.budget, target)
+    except PlacementError as err:  # a stored placement that no longer reads (a hand edit)
+        return st.degraded(Reason.INVALID_STATUS, str(err))
+    if missing:
+        said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
+        return _placement_pending(st, pending.rebalanced if pending is not None else None, [*said, *missing])
+    return _verified(st, seen.budget, target, placement)
+
+
+def _placement_pending(st: _Book, requested: str | None, missing: list[str]) -> Outcome:
+    """Nimbus runs the target executors but not the placement: waited for within
+    :data:`PLACEMENT_GRACE_S` of the rebalance, then ``Degraded/PlacementNotApplied`` (still checked
+    every pass, never rebalanced again)."""
+    shown = "; ".join(missing[:3]) + ("; …" if len(missing) > 3 else "")
+    waited = _seconds_since(requested, st.now)
+    if waited < PLACEMENT_GRACE_S:
+        return _progressing(
+            st, Reason.WAITING_FOR_PLACEMENT, f"waiting for Nimbus to assign the placement: {shown}"
+        )
+    message = (
+        f"Nimbus does not run the placement {waited:.0f}s after the rebalance: {shown} (is Stormscale's "
+        "scheduler Nimbus's storm.scheduler, with enough free Supervisors?)"
+    )
+    return st.degraded(Reason.PLACEMENT_NOT_APPLIED, message)
+
+
+def _seconds_since(text: str | None, now: datetime) -> float:
+    if not text:
+        return float("inf")
+    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
+    return (now - then).total_seconds()
 
 
 def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
@@ -570,7 +886,11 @@ def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
     """
     resource, spec, st, storm = seen.resource, seen.policy.spec, seen.st, seen.storm
     st.status.pending = None
-    running = replicas_for(storm.executors, spec.workers.slots_per_pod)
+    before = st.status.placement
+    if seen.policy.placement is not None and before is not None and dict(storm.executors) == st.status.units:
+        running = before.pods
+    else:
+        running = replicas_for(storm.executors, spec.workers.slots_per_pod)
     if replicas == running:
         return st.degraded(Reason.APPLY_REFUSED, message)
     try:
@@ -590,17 +910,20 @@ def _progressing(st: _Book, reason: Reason, message: str) -> Outcome:
     return Outcome(st.status, RETRY_REBALANCE_S)
 
 
-def _verified(st: _Book, budget: int, target: dict[str, int]) -> Outcome:
-    """Storm runs the target executors: record the applied plan, announce it once."""
+def _verified(st: _Book, budget: int, target: dict[str, int], placement: PlacementStatus | None) -> Outcome:
+    """Storm runs the target executors (and the placement): record the applied plan, announce it once."""
     st.status.units = target
     st.status.total_units = sum(target.values())
     st.status.applied_budget = budget
     st.status.pending = None
+    st.status.placement = placement
     message = f"Applied budget {budget}: {_units_text(target)}"
     plan = st.status.last_plan
     if plan is not None:
         before, after = plan.predicted.before, plan.predicted.after
         message += f"; predicted {before:.0f} → {after:.0f} tuples/s ({plan.chosen})"
+    if placement is not None:
+        message += f"; {packing.choices_text(placement)}"
     st.events.append(("Normal", Reason.SCALING_APPLIED, message))
     st.set(PROGRESSING, False, Reason.APPLIED, message)
     st.set(READY, True, Reason.APPLIED, message)

@@ -44,6 +44,7 @@ class Reason(StrEnum):
     PLANNING_FAILED = "PlanningFailed"
     APPLY_REFUSED = "ApplyRefused"
     APPLY_UNAVAILABLE = "ApplyUnavailable"
+    PLACEMENT_NOT_APPLIED = "PlacementNotApplied"
     INVALID_SPEC = "InvalidSpec"
     INVALID_STATUS = "InvalidStatus"
     INTERNAL_ERROR = "InternalError"
@@ -54,6 +55,7 @@ class Reason(StrEnum):
     RECOMMENDED = "Recommended"
     REBALANCE_REQUESTED = "RebalanceRequested"
     WAITING_FOR_SLOTS = "WaitingForSlots"
+    WAITING_FOR_PLACEMENT = "WaitingForPlacement"
     REBALANCING = "Rebalancing"
     # ScalingLimited
     MAX_UNITS_REACHED = "MaxUnitsReached"
@@ -82,6 +84,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.DEMAND_UNKNOWN: RETRY_WAITING_S,
     Reason.INVALID_PROFILE: RETRY_WAITING_S,
     Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.PLACEMENT_NOT_APPLIED: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
     Reason.KUBERNETES_REFUSED: 5 * RETRY_WAITING_S,
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
@@ -110,6 +113,51 @@ class Condition(_Status):
     observed_generation: int | None = None
 
 
+class PodLayout(_Status):
+    """One worker pod of a placement: its workers in order, each component -> executors (system
+    components such as ``__acker`` included)."""
+
+    workers: list[dict[str, int]]
+
+
+class UnitChoice(_Status):
+    """Where one unit went (``Added``) or came from (``Removed``), the container level, and why."""
+
+    component: str
+    action: Literal["Added", "Removed"]
+    level: Literal["Executor", "Worker", "Pod"]
+    pod: int
+    worker: int
+    reason: str
+
+
+class ProvisionedUnit(_Status):
+    """A unit MultiLevel added beyond the base layout: the executor of ``component`` in ``pod``'s
+    ``worker`` (the LIFO stack, oldest first)."""
+
+    component: str
+    pod: int
+    worker: int
+
+
+class PlacementStatus(_Status):
+    """``status.placement``: the pods, workers and executors the operator asks Nimbus for, by which
+    strategy, with each unit's container choice (MultiLevel) and its LIFO stack."""
+
+    strategy: str
+    slots_per_pod: int
+    pods: int
+    workers: int
+    layout: list[PodLayout]
+    choices: list[UnitChoice] = Field(default_factory=list)
+    stack: list[ProvisionedUnit] = Field(default_factory=list)
+    at: str
+
+    def counts(self) -> list[list[dict[str, int]]]:
+        """The layout as nested lists (pods, then workers), component -> executors."""
+        return [[dict(w) for w in pod.workers] for pod in self.layout]
+
+
 class PendingApply(_Status):
     """The plan being applied, saved before the first write (the intent a crash resumes)."""
 
@@ -117,6 +165,34 @@ class PendingApply(_Status):
     units: dict[str, int]
     replicas: int
     since: str
+    placement: PlacementStatus | None = None
+    #: When the rebalance carrying ``placement`` was sent (a placement Nimbus does not run yet is
+    #: waited for, not sent again).
+    rebalanced: str | None = None
+
+
+class SizingSummary(_Status):
+    """``status.sizing``: the planner's sizing for a target rate, beside ``lastPlan``'s budget plan.
+
+    ``targetRate`` is the spec's, or the measured demand over ``targetUtilization`` (``source``);
+    ``sizedRate`` is below it when some component's ``maxUnits`` cannot sustain it (``message``).
+    ``budget`` is ``Σ units − Σ baseline``; ``applied``: Auto applies it, Manual and Recommend show it.
+    """
+
+    strategy: str
+    source: Literal["targetRate", "demand"]
+    target_rate: float
+    sized_rate: float
+    units: dict[str, int]
+    total_units: int
+    budget: int
+    slots: int
+    pods: int | None = None
+    exact_units: int
+    predicted: float
+    applied: bool
+    message: str = ""
+    at: str
 
 
 class Predicted(_Status):
@@ -172,6 +248,8 @@ class StormTopologyStatus(_Status):
     total_units: int | None = None
     applied_budget: int | None = None
     autoscaler: AutoscalerState | None = None
+    sizing: SizingSummary | None = None
+    placement: PlacementStatus | None = None
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any] | None) -> StormTopologyStatus:

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from stormscale.planner import FlowModel, Topology, load_profile, parse_profile, throughput
 from stormscale.planner.optimal import optimal_alloc
 from stormscale.planner.placement.strategies import PlacementResult, place_all
-from stormscale.planner.sizing.exact import TargetRateError, minimum_units, offered_rate
+from stormscale.planner.sizing.exact import (
+    TargetRateError,
+    max_feasible_rate,
+    minimum_units,
+    offered_rate,
+    scaled_to,
+)
 from tests.synthetic.profiles import random_profile
 
 PROFILES = Path(__file__).parents[4] / "examples" / "profiles"
@@ -128,3 +134,54 @@ def test_no_placement_uses_fewer_pods_than_the_cpu_lower_bound(seed: int, k: flo
     assert placed  # at least seed 001's mappings place every feasible target
     for result in placed:
         assert result.placement.pod_count >= bound, result.strategy
+
+
+def test_the_highest_feasible_rate_is_where_a_bound_starts_to_bind() -> None:
+    linear = load_profile(PROFILES / "thesis-linear.json")  # bolt 3: 250/s per unit, demand = Ω
+    assert max_feasible_rate(linear) == float("inf")
+    capped = Topology(
+        linear.name,
+        tuple(dataclasses.replace(c, max_units=3) if c.id == "3" else c for c in linear.components),
+    )
+    ceiling = max_feasible_rate(capped)
+    assert ceiling == pytest.approx(750.0)  # 3 units of 250/s
+    assert minimum_units(capped, ceiling).feasible
+    assert not minimum_units(capped, ceiling * 1.001).feasible
+
+
+def test_a_bound_below_a_bolts_floor_leaves_no_feasible_rate() -> None:
+    linear = load_profile(PROFILES / "thesis-linear.json")
+    floored = Topology(
+        linear.name,
+        tuple(
+            dataclasses.replace(c, min_units=2, max_units=1) if c.id == "2" else c for c in linear.components
+        ),
+    )
+    assert max_feasible_rate(floored) == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), bound=st.integers(1, 6))
+def test_the_highest_feasible_rate_is_feasible_and_nothing_above_it(seed: int, bound: int) -> None:
+    rng = random.Random(seed)
+    doc = random_profile(rng, 8, scalable_spout=False, bounded_share=0.5)
+    for c in doc["components"]:
+        if "maxUnits" in c and c["kind"] == "bolt":
+            c["maxUnits"] = max(bound, c["units"])
+    topology = parse_profile(doc)
+    ceiling = max_feasible_rate(topology)
+    if ceiling == float("inf"):
+        return
+    assert minimum_units(topology, ceiling).feasible
+    assert not minimum_units(topology, ceiling * 1.0001).feasible
+
+
+@pytest.mark.parametrize("path", THESIS, ids=lambda p: p.stem)
+def test_scaled_to_offers_the_target_in_todays_mix(path: Path) -> None:
+    topology = load_profile(path)
+    target = scaled_to(topology, 3.5 * offered_rate(topology))
+    assert offered_rate(target) == pytest.approx(3.5 * offered_rate(topology))
+    assert scaled(topology, 3.5).components == tuple(
+        dataclasses.replace(c, max_units=s.max_units, min_units=s.min_units)
+        for c, s in zip(target.components, scaled(topology, 3.5).components, strict=True)
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stormscale.operator.adapters.errors import mapped
-from stormscale.operator.ports import RefusedError, StormTopologyState
+from stormscale.operator.ports import Layout, RefusedError, StormTopologyState
 from stormscale.storm.client import NimbusClient
-from stormscale.storm.model import RebalanceRequest
+from stormscale.storm.model import RebalanceRequest, is_system
+from stormscale.storm.placement import Placement, PlacementError, rebalance_request
 from stormscale.storm.stats import executors_per_component, tasks_per_component
 
 
@@ -18,7 +19,8 @@ class NimbusPort:
         self.client = client
 
     def describe(self, topology: str) -> StormTopologyState:
-        """Status, workers, and executors and tasks per user component."""
+        """Status, workers, executors and tasks per user component, where every executor runs, and
+        each Supervisor's slots."""
         return mapped(lambda: self._describe(topology))
 
     def _describe(self, topology: str) -> StormTopologyState:
@@ -33,9 +35,42 @@ class NimbusPort:
             tasks=tasks_per_component(info),
             workers=summary.workers,
             free_slots=sum(max(0, s.slots - s.used_slots) for s in supervisors),
+            assignment=info.executors,
+            supervisor_slots={s.host: s.slots for s in supervisors},
+            sched_status=info.sched_status,
         )
 
-    def rebalance(self, topology: str, executors: Mapping[str, int], workers: int, wait_secs: int) -> None:
-        """Set every component's executors and the worker count in one rebalance (checked first)."""
-        request = RebalanceRequest(wait_secs=wait_secs, workers=workers, executors=dict(executors))
+    def rebalance(
+        self,
+        topology: str,
+        executors: Mapping[str, int],
+        workers: int,
+        wait_secs: int,
+        placement: Layout | None = None,
+    ) -> None:
+        """Set every component's executors and the worker count in one rebalance (checked first); with
+        ``placement``, the request is the placement's own (``stormscale.storm.placement``): its
+        executors (Storm's own components included), its workers, and the placement in the conf."""
+        if placement is None:
+            request = RebalanceRequest(wait_secs=wait_secs, workers=workers, executors=dict(executors))
+        else:
+            request = placement_request(placement, executors, workers, wait_secs)
         mapped(lambda: self.client.rebalance(topology, request))
+
+
+def placement_request(
+    placement: Layout, executors: Mapping[str, int], workers: int, wait_secs: int
+) -> RebalanceRequest:
+    """The rebalance that applies ``placement``, refused (``RefusedError``) unless the placement holds
+    exactly ``executors`` of the user components in ``workers`` workers."""
+    try:
+        value = Placement.of(placement)
+    except PlacementError as err:
+        raise RefusedError(str(err)) from None
+    user = {c: n for c, n in value.executors().items() if not is_system(c)}
+    if user != dict(executors) or value.workers != workers:
+        raise RefusedError(
+            f"placement holds {user} in {value.workers} workers, the rebalance asks for "
+            f"{dict(executors)} in {workers}"
+        )
+    return rebalance_request(value, wait_secs)

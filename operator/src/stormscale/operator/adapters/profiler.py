@@ -37,12 +37,18 @@ from stormscale.aggregation import (
     profile_table,
 )
 from stormscale.operator.adapters.errors import mapped
-from stormscale.operator.ports import MeasuredProfile, RefusedError, StaleMetricsError, UnknownDemandError
+from stormscale.operator.ports import (
+    MeasuredProfile,
+    PodLoad,
+    RefusedError,
+    StaleMetricsError,
+    UnknownDemandError,
+)
 from stormscale.planner import FlowModel, ProfileError, Topology, evaluate, parse_profile, throughput
 from stormscale.samples import Sample, table
 from stormscale.storm import NimbusClient
 from stormscale.storm.model import Executor, Kind, TopologyStructure
-from stormscale.storm.samples import Pod, PodCpu, SampleReader, Window, cpu_samples
+from stormscale.storm.samples import Pod, PodCpu, SampleReader, Window, cpu_samples, pod_busy
 from stormscale.storm.samples.demand import Demand, DemandRows, with_demand
 from stormscale.storm.stats import tasks_per_component
 
@@ -143,11 +149,20 @@ class WorkerCpu:
 
     def rows(self, topology: str, window: Window) -> list[Sample]:
         """Per-executor CPU rows of the sample contract (none where the join cannot place them)."""
+        return self.measure(topology, window)[0]
+
+    def measure(self, topology: str, window: Window) -> tuple[list[Sample], tuple[PodLoad, ...]]:
+        """:meth:`rows`, and every worker pod's CPU over its limit across the window (its overhead
+        included: seed 004's ``totalCPU_T``; ``None`` where cAdvisor has no series)."""
         pods = self.pods.worker_pods(self.namespace, self.deployment)
         if not pods:
-            return []
+            return [], ()
         executors = self.hosts.executors(topology)
         series = mapped(lambda: self.series.pod_cpu(self.namespace, pods, window))
+        loads = tuple(
+            PodLoad(p.name, p.ip, pod_busy(series[p.name], p.cpu_limit_cores) if p.name in series else None)
+            for p in pods
+        )
         joined = cpu_samples(topology, executors, pods, series, self.overhead_cores)
         where = f"[{self.namespace}/{self.deployment}] {topology}"
         if joined.unmatched:
@@ -161,7 +176,7 @@ class WorkerCpu:
             LOG.info("%s: pod %s runs %s: its CPU is nobody's alone", where, pod, ", ".join(components))
         if joined.no_limit:
             LOG.info("%s: pods without a CPU limit: %s", where, ", ".join(joined.no_limit))
-        return joined.rows
+        return joined.rows, loads
 
 
 @dataclass(frozen=True)
@@ -187,8 +202,10 @@ class PrometheusProfiler:
         if not rows:
             message = f"no samples of topology {topology!r} in Prometheus for the last {window_s:g}s"
             raise StaleMetricsError(message)
+        loads: tuple[PodLoad, ...] = ()
         if self.cpu is not None:
-            rows += self.cpu.rows(topology, window)
+            cpu_rows, loads = self.cpu.measure(topology, window)
+            rows += cpu_rows
         structure = self.graphs.structure(topology)
         rows, lag_growth = self._with_demand(topology, rows, structure, window)
         document, aggregates = self._aggregate(topology, rows, structure)
@@ -212,7 +229,7 @@ class PrometheusProfiler:
             **document["confidence"],
             "components": {e["id"]: e["confidence"] for e in document["components"]},
         }
-        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence)
+        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, loads)
 
     def _with_demand(
         self, topology: str, rows: list[Sample], structure: Structure, window: Window

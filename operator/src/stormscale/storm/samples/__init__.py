@@ -1,7 +1,7 @@
 """The sample reader: the exporter's series in Prometheus → tidy metric samples (docs/formats/samples.md),
 in the operator's profiler and as ``stormscale-samples`` (Prometheus → Parquet)."""
 
-from stormscale.storm.samples.cpu import CpuRows, Pod, PodCpu, cpu_samples
+from stormscale.storm.samples.cpu import CpuRows, Pod, PodCpu, cpu_samples, pod_busy
 from stormscale.storm.samples.reader import (
     MAX_POINTS,
     PrometheusError,
@@ -20,4 +20,5 @@ __all__ = [
     "SampleReader",
     "Window",
     "cpu_samples",
+    "pod_busy",
 ]

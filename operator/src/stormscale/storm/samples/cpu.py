@@ -153,6 +153,26 @@ def _pod_rows(
     return rows
 
 
+def pod_busy(series: PodCpu, limit_cores: float | None) -> float | None:
+    """A pod's CPU over its limit across the window (seed 004's ``totalCPU_T``, spec §10: usage over
+    limit), its overhead included::
+
+        busy = Σ Δu_i / (t_last − t_first) / limit,    Δu_i = u_i − u_{i−1}, or u_i after a reset
+
+    (a counter that went down restarted from 0, as Prometheus's ``rate`` reads it); the limit is
+    cAdvisor's mean over the window, else the pod spec's ``limit_cores``. ``None`` with fewer than two
+    points or no limit.
+    """
+    points = sorted(series.usage.items())
+    limits = [v for v in series.limit.values() if v > 0]
+    limit = sum(limits) / len(limits) if limits else limit_cores
+    if len(points) < 2 or limit is None or not limit > 0:
+        return None
+    used = sum(u1 - u0 if u1 >= u0 else u1 for (_, u0), (_, u1) in itertools.pairwise(points))
+    seconds = (points[-1][0] - points[0][0]) / 1000
+    return used / seconds / limit if seconds > 0 else None
+
+
 def less_overhead(usage: Mapping[int, float], overhead_cores: float) -> list[tuple[int, float]]:
     """The counter less ``overhead_cores`` per second: u'₀ = u₀, u'ᵢ = u'ᵢ₋₁ + max(0, Δu − o·Δt)."""
     points = sorted(usage.items())

@@ -38,9 +38,11 @@ so that a saturated task uses exactly 100 points and m_v of a slot (Eqs. 1–2),
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stormscale.planner.model import Component, Topology
+from stormscale.planner.flow import backpressure_rates
+from stormscale.planner.model import Component, Topology, Units
 from stormscale.planner.sizing.exact import ExactSizing, minimum_units
 from stormscale.planner.sizing.lsa import lsa_task
 from stormscale.planner.sizing.mba import mba_task
@@ -157,12 +159,32 @@ def task_profile(component: Component, ingress: float = 0.0) -> TaskProfile:
 
 def operator_graph(topology: Topology, rates: TargetRates) -> OperatorGraph:
     """The profile as P-Deployer's operator graph at Ω: profiles, ingresses and edge loads."""
+    ingress = {c.id: rates.scale * c.external_input for c in topology.components if not c.is_spout}
+    return graph_at(topology, rates.emitted, ingress)
+
+
+def flow_graph(topology: Topology, units: Units) -> OperatorGraph:
+    """The profile as P-Deployer's operator graph at the flow ``units`` run (backpressure model, what
+    Storm 2 does): a spout's ingress is what it emits, a bolt's its throttled external input α·ext,
+    and ``S_{u→v} = O_u · f_{u→v}``."""
+    rates = backpressure_rates(topology, units)
+    emitted = {c.id: rates.outputs[v] for v, c in enumerate(topology.components)}
+    ingress = {
+        c.id: rates.throttles[v] * c.external_input
+        for v, c in enumerate(topology.components)
+        if not c.is_spout
+    }
+    return graph_at(topology, emitted, ingress)
+
+
+def graph_at(topology: Topology, emitted: Mapping[str, float], ingress: Mapping[str, float]) -> OperatorGraph:
+    """The operator graph with every component's emitted rate and each bolt's external ingress."""
     operators = []
     for c in topology.components:
-        ingress = rates.emitted[c.id] if c.is_spout else rates.scale * c.external_input
-        operators.append(Operator(c.id, task_profile(c, ingress), ingress))
+        taken = emitted[c.id] if c.is_spout else ingress[c.id]
+        operators.append(Operator(c.id, task_profile(c, taken), taken))
     streams = tuple(
-        Stream(c.id, child, rates.emitted[c.id] * fraction)
+        Stream(c.id, child, emitted[c.id] * fraction)
         for c in topology.components
         for child, fraction in c.children
     )

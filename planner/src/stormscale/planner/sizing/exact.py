@@ -30,10 +30,16 @@ as seed 001's mappings do), no placement can use fewer slots than the CPU the ta
 
 so ``⌈S_min / slots_per_pod⌉`` pods is a proven lower bound for any placement
 (:meth:`ExactSizing.shared_pods`).
+
+The highest target the bounds allow (:func:`max_feasible_rate`): ``n_v* ≤ maxUnits_v`` holds iff
+``k · D_v / c_v ≤ maxUnits_v``, so::
+
+    Ω_max = Ω_now · min_{v bounded, D_v > 0} maxUnits_v · c_v / D_v      (∞ when nothing bounds it)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -96,6 +102,38 @@ def units_for(demand: float, capacity_per_unit: float, floor: int) -> int:
     """``max(floor, ⌈D / c⌉)``, with a whole ratio not rounded up by float noise."""
     ratio = demand / capacity_per_unit
     return max(floor, math.ceil(ratio * (1 - RATIO_TOLERANCE)))
+
+
+def scaled_to(topology: Topology, target_rate: float) -> Topology:
+    """The topology with every source offering ``k = Ω / Ω_now`` times what it offers now (spouts'
+    ``outputPerUnit``, bolts' ``externalInput``): the state whose throughput a sizing for Ω predicts."""
+    now = offered_rate(topology)
+    if now <= 0 or not math.isfinite(target_rate) or target_rate < 0:
+        raise TargetRateError(f"topology {topology.name!r} offers no input to scale to {target_rate:g}/s")
+    k = target_rate / now
+    components = tuple(
+        dataclasses.replace(c, output_per_unit=c.output_per_unit * k, external_input=c.external_input * k)
+        for c in topology.components
+    )
+    return Topology(topology.name, components)
+
+
+def max_feasible_rate(topology: Topology) -> float:
+    """Ω_max: the highest target rate every component sustains within its ``maxUnits`` (module
+    docstring); 0 when some bound is below the component's floor, ``inf`` when no bound binds."""
+    now = offered_rate(topology)
+    if now <= 0:
+        raise TargetRateError(f"topology {topology.name!r} offers no input to scale")
+    demands = backpressure_rates(topology, topology.units).demands
+    k_max = math.inf
+    for c, demand in zip(topology.components, demands, strict=True):
+        if c.is_spout or c.max_units is None:
+            continue
+        if max(1, c.min_units) > c.max_units:
+            return 0.0
+        if demand > 0:
+            k_max = min(k_max, c.max_units * c.capacity_per_unit / demand)
+    return now * k_max
 
 
 def minimum_units(topology: Topology, target_rate: float) -> ExactSizing:
