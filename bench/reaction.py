@@ -78,6 +78,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client, config, watch
 
 from bench import fleet
@@ -562,6 +563,11 @@ class Watched:
                 if err.status != 410:
                     raise
                 version = None  # too old: list again
+            except (urllib3.exceptions.HTTPError, OSError):
+                # the connection ended (the control plane stopping at the end of the run): look again
+                # unless stopped
+                if self._stopped.wait(1.0):
+                    return
 
     def start(self) -> Watched:
         self._thread.start()
