@@ -13,7 +13,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark]' -e operator
+	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark,publish]' -e operator
 	@touch $@
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after

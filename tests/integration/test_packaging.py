@@ -174,7 +174,7 @@ def as_service_account(installed: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
 
     def ports(policy: Any, namespace: str, body: Any) -> Any:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, storm, profiler, real.status, real.events)
+        return Ports(real.deployments, storm, profiler, real.status, real.events, real.published)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return storm, profiler

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from stormscale.operator.policy import ProfileSource
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
 
@@ -76,6 +77,10 @@ class MeasuredProfile:
     #: The profile document's ``confidence`` (steadiness, window, notes) and, under ``components``,
     #: each component's (where each number came from, spreads, disagreements).
     confidence: Mapping[str, Any] = field(default_factory=dict)
+    #: Measured in this pass (``InProcess``) or read from the fleet job's ConfigMap (``Published``).
+    source: ProfileSource = ProfileSource.IN_PROCESS
+    #: The published profile's window (``start/end``); ``None``: the spec's ``metrics.window`` to now.
+    window: str | None = None
 
 
 class WorkerDeployments(Protocol):
@@ -94,6 +99,12 @@ class Nimbus(Protocol):
 
 class Profiler(Protocol):
     def profile(self, topology: str, window_s: float) -> MeasuredProfile: ...
+
+
+class PublishedProfiles(Protocol):
+    def read(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        """The data of ConfigMap ``namespace/name`` (the fleet job's profile), or ``None`` when there is
+        no such ConfigMap."""
 
 
 class StatusWriter(Protocol):
@@ -117,3 +128,4 @@ class Ports:
     profiler: Profiler
     status: StatusWriter
     events: Events
+    published: PublishedProfiles

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from stormscale.aggregation import PublishedError, configmap_name
 from stormscale.operator.autoscale import decide, needed_budget
-from stormscale.operator.policy import Mode, Policy
+from stormscale.operator.policy import Mode, Policy, ProfileSource
 from stormscale.operator.ports import (
     Events,
     MeasuredProfile,
@@ -29,9 +30,11 @@ from stormscale.operator.ports import (
     UnknownDemandError,
     Workers,
 )
+from stormscale.operator.profiles import PublishedVerdict, judge_published
 from stormscale.operator.status import (
     DEGRADED,
     PROGRESSING,
+    PUBLISHED_PROFILE,
     READY,
     RETRY_AFTER,
     SCALING_LIMITED,
@@ -209,9 +212,16 @@ def replicas_for(units: Mapping[str, int], slots_per_pod: int) -> int:
 
 
 def plan_summary(
-    plan: Plan, plans: Mapping[Strategy, Plan], now: datetime, budget: int, start: Mapping[str, int]
+    plan: Plan,
+    plans: Mapping[Strategy, Plan],
+    now: datetime,
+    budget: int,
+    start: Mapping[str, int],
+    *,
+    measured: MeasuredProfile | None = None,
 ) -> PlanSummary:
-    """``status.lastPlan``: the chosen plan for ``budget`` and every strategy's predicted Θ."""
+    """``status.lastPlan``: the chosen plan for ``budget``, every strategy's predicted Θ, and which
+    profile it rests on (``measured``'s source and window)."""
     return PlanSummary(
         budget=budget,
         strategy=plan.strategy.value,
@@ -223,6 +233,8 @@ def plan_summary(
         predicted=Predicted(before=round(plan.before, 3), after=round(plan.after, 3)),
         alternatives={s.value: round(p.after, 3) for s, p in plans.items()},
         at=timestamp(now),
+        profile_source=None if measured is None else measured.source.value,
+        profile_window=None if measured is None else measured.window,
     )
 
 
@@ -404,8 +416,13 @@ def _converged(
 
 
 def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
-    """A fresh profile, or the Degraded outcome that says why there is none."""
+    """A profile to plan on: the published one where the spec asks for it and it is usable
+    (:func:`_published`), else a fresh one from the profiler; or the Degraded outcome that says why
+    there is none."""
     policy, st = seen.policy, seen.st
+    verdict = _published(seen)
+    if verdict is not None and verdict.profile is not None:
+        return verdict.profile
     try:
         measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
     except UnknownDemandError as err:
@@ -422,6 +439,39 @@ def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
         )
         return st.degraded(Reason.STALE_METRICS, message)
     return measured
+
+
+def _published(seen: _Pass) -> PublishedVerdict | None:
+    """With ``metrics.profile: Published``: read the fleet job's ConfigMap and judge it
+    (:func:`~stormscale.operator.profiles.judge_published`), set the ``PublishedProfile`` condition, and
+    post a Warning when the pass falls back for a new reason. ``None`` (and no condition) otherwise."""
+    policy, st, resource = seen.policy, seen.st, seen.resource
+    if policy.spec.metrics.profile is not ProfileSource.PUBLISHED:
+        st.status.drop_condition(PUBLISHED_PROFILE)
+        return None
+    fallback = "; planning on the in-process profile"
+    try:
+        name = configmap_name(resource.name)
+        where = f"{resource.namespace}/{name}"
+        data = seen.ports.published.read(resource.namespace, name)
+    except PublishedError as err:
+        verdict = PublishedVerdict(None, Reason.PUBLISHED_PROFILE_INVALID, f"{err}{fallback}")
+    except (UnavailableError, RefusedError) as err:
+        verdict = PublishedVerdict(None, Reason.PUBLISHED_PROFILE_UNAVAILABLE, f"{err}{fallback}")
+    else:
+        verdict = judge_published(
+            data,
+            where=where,
+            topology=policy.spec.topology_name,
+            components=set(seen.storm.executors),
+            now=st.now,
+            max_age_s=policy.published_max_age_s,
+        )
+    before = st.before.condition(PUBLISHED_PROFILE)
+    if not verdict.used and (before is None or before.reason != verdict.reason.value):
+        st.events.append(("Warning", verdict.reason, verdict.message))
+    st.set(PUBLISHED_PROFILE, verdict.used, verdict.reason, verdict.message)
+    return verdict
 
 
 def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass | Outcome:
@@ -492,9 +542,11 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         st.plan_seconds = time.perf_counter() - started
     plan = plans[policy.strategy]
     st.healthy()
-    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
+    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start, measured=measured)
     st.status.observed = Observed(
-        throughput=round(measured.throughput, 3), window=policy.spec.metrics.window, at=timestamp(st.now)
+        throughput=round(measured.throughput, 3),
+        window=measured.window or policy.spec.metrics.window,
+        at=timestamp(st.now),
     )
     if plan.unallocated:
         st.set(
