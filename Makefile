@@ -131,6 +131,13 @@ storm-down: venv
 bench-aggregation: venv
 	$(BIN)/python -m bench.aggregation $(if $(SIZES),--sizes $(SIZES))
 
+# The fleet benchmark (bench/fleet_spark.py): 1,000 topologies at a 10 s step, 1 h, 6 h and 24 h of samples,
+# Spark local[2] against the single process (stopped past 16 GB of RSS); HOURS="1 6" runs fewer.
+.PHONY: bench-fleet-spark
+## bench-fleet-spark: the publisher's aggregation on a fleet's day, wall/CPU time and peak memory per engine and size, table on stdout, plot in bench/out/fleet-spark.png (hours with 24; generating the 24 h input takes about 10 minutes the first time)
+bench-fleet-spark: venv
+	$(BIN)/python -m bench.fleet_spark $(if $(HOURS),--hours $(HOURS))
+
 # helm for the chart tests (tests/harness/kubernetes/helm.py, Go module in tests/harness/assets/helm/). Standard library only.
 .PHONY: helm-bin
 ## helm-bin: build helm from Go modules into .cache/bin (only when missing)
