@@ -10,6 +10,7 @@ the pass falls back to the in-process profile, and the ``PublishedProfile`` cond
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,11 @@ SATURATED = 0.9
 #: A published window may end this far in the future (the job's clock against the operator's); beyond,
 #: it would look fresh for ever.
 CLOCK_SKEW_S = 300.0
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a published document is untrusted)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
@@ -47,7 +53,8 @@ def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
     blind = [
         e["id"]
         for e in document["components"]
-        if e["kind"] == "spout" and e["confidence"]["outputPerUnit"].get("source") == "emitted"
+        if e["kind"] == "spout"
+        and _mapping(_mapping(e.get("confidence")).get("outputPerUnit")).get("source") == "emitted"
     ]
     saturated = saturated_bolts(model) if blind else []
     if saturated:
@@ -62,9 +69,9 @@ def check_usable(model: Topology, document: Mapping[str, Any]) -> None:
     """The checks every profile passes before a plan rests on it, measured or published: a steady
     window (``confidence.steady``), some flow at the measured units, and a known demand wherever a
     bolt throttles a spout. Raises :class:`StaleMetricsError` or :class:`UnknownDemandError`."""
-    confidence = document.get("confidence") or {}
-    if not confidence.get("steady", False):
-        unstable = ", ".join(confidence.get("unstable") or []) or "unknown components"
+    confidence = _mapping(document.get("confidence"))
+    if confidence.get("steady") is not True:
+        unstable = ", ".join(map(str, confidence.get("unstable") or [])) or "unknown components"
         raise StaleMetricsError(f"rates of {unstable} are not steady over the window; not planning on them")
     if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
         idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
@@ -74,19 +81,21 @@ def check_usable(model: Topology, document: Mapping[str, Any]) -> None:
 
 def document_throughput(document: Mapping[str, Any]) -> float:
     """Σ over sinks (components without children) of their executed tuples/s (``confidence.executedRate``)."""
-    return sum(
-        float(e.get("confidence", {}).get("executedRate") or 0.0)
+    rates = (
+        _mapping(e.get("confidence")).get("executedRate")
         for e in document["components"]
         if not e.get("children")
     )
+    numbers = (float(r) for r in rates if isinstance(r, int | float) and not isinstance(r, bool))
+    return sum(r for r in numbers if math.isfinite(r) and r >= 0)
 
 
 def component_confidence(document: Mapping[str, Any]) -> dict[str, Any]:
     """The profile's ``confidence`` with each component's under ``components`` (as :class:`MeasuredProfile`
     carries it)."""
     return {
-        **(document.get("confidence") or {}),
-        "components": {e["id"]: e.get("confidence", {}) for e in document["components"]},
+        **_mapping(document.get("confidence")),
+        "components": {e["id"]: _mapping(e.get("confidence")) for e in document["components"]},
     }
 
 
