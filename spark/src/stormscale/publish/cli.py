@@ -74,7 +74,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=engines.ENGINES, default="spark", help="local: single process")
     p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
     p.add_argument("--shuffle-partitions", type=int, default=8)
+    p.add_argument(
+        "--conf", type=_setting, action="append", default=[], help="KEY=VALUE Spark setting (repeat)"
+    )
     return p
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    if not key or not value:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def load_structures(paths: Sequence[str]) -> dict[str, Structure]:
@@ -170,6 +180,7 @@ def run(args: argparse.Namespace, fleet: Fleet, now: datetime) -> int:
             engine=args.engine,
             master=args.master,
             shuffle_partitions=args.shuffle_partitions,
+            conf=dict(args.conf),
         )
         results.update(profile_results([structures[t] for t in wanted], aggregates, params))
     return 1 if publish(fleet, found, results, now) else 0
