@@ -108,7 +108,7 @@ def generate(topologies: int, hours: int, directory: Path) -> int:
                 pa.int64(),
             )
             for h in range(hours):
-                part = batch.filter(pc.equal(hour, h))
+                part = batch.filter(pc.equal(hour, pa.scalar(h, pa.int64())))
                 if h not in writers:
                     writers[h] = pq.ParquetWriter(directory / f"hour-{h:02d}.parquet", part.schema)
                 writers[h].write_table(part, row_group_size=len(part) or 1)
@@ -179,7 +179,8 @@ def _rss_mb(pid: int) -> float:
 
 def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argparse.Namespace) -> Result:
     partitions = args.shuffle_partitions or max(8, math.ceil(rows / ROWS_PER_PARTITION))
-    command = [sys.executable, "-m", "bench.fleet_spark", "--measure", engine, str(hours), str(partitions)]
+    measure_args = [engine, str(hours), str(partitions), str(directory)]
+    command = [sys.executable, "-m", "bench.fleet_spark", "--measure", *measure_args]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     begin, peak, stopped = time.monotonic(), 0.0, None
     while child.poll() is None:
@@ -254,6 +255,9 @@ def plot(results: list[Result], path: Path) -> None:
             if r.stopped:
                 right.annotate("stopped", (r.samples, r.peak_mb / 1024), fontsize=8)
     left.axhline(1800, color="grey", linestyle="--", linewidth=1, label="30 min target")
+    sizes = [r.samples for r in results]
+    for ax in (left, right):
+        ax.set_xlim(min(sizes) / 2, max(sizes) * 2)
     left.set(xscale="log", yscale="log", xlabel="samples", ylabel="wall seconds", title="Time")
     right.set(xscale="log", xlabel="samples", ylabel="peak RSS (GB)", title="Memory")
     for ax in (left, right):
@@ -273,23 +277,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shuffle-partitions", type=int, default=0, help="0: one per 4M samples (at least 8)")
     p.add_argument("--memory-cap", type=float, default=16.0, help="GB of RSS the single process may use")
     p.add_argument("--time-cap", type=float, default=2400.0, help="seconds the single process may take")
-    p.add_argument("--measure", nargs=3, metavar=("ENGINE", "HOURS", "PARTITIONS"), help=argparse.SUPPRESS)
+    p.add_argument("--data", type=Path, default=DATA, help="where the generated samples go")
+    p.add_argument(
+        "--measure", nargs=4, metavar=("ENGINE", "HOURS", "PARTITIONS", "DATA"), help=argparse.SUPPRESS
+    )
     args = p.parse_args(argv)
     if args.measure:
-        engine, hours, partitions = args.measure
-        print(json.dumps(measure(engine, int(hours), DATA, int(partitions))))
+        engine, hours, partitions, data = args.measure
+        print(json.dumps(measure(engine, int(hours), Path(data), int(partitions))))
         return 0
     begin = time.perf_counter()
-    generate(args.topologies, max(args.hours), DATA)
+    generate(args.topologies, max(args.hours), args.data)
     print(f"samples ready in {time.perf_counter() - begin:.0f} s", flush=True)
     results: list[Result] = []
     for hours in sorted(args.hours):
-        rows = rows_in(DATA, hours)
+        rows = rows_in(args.data, hours)
         for engine in args.engines:
-            results.append(run_engine(engine, hours, DATA, rows, args))
+            results.append(run_engine(engine, hours, args.data, rows, args))
             print(table(results[-1:]).splitlines()[-1], flush=True)
     print()
     print(table(results))
+    OUT.mkdir(parents=True, exist_ok=True)
     plot(results, OUT / "fleet-spark.png")
     print(f"\nplot: {OUT / 'fleet-spark.png'}")
     return 0
