@@ -28,7 +28,7 @@ import resource
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,7 @@ class Result:
     profiles: int
     partitions: int | None = None
     stopped: str | None = None
+    label: str = ""
 
     @property
     def rate(self) -> float | None:
@@ -218,13 +219,15 @@ def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argpar
 
 def table(results: list[Result]) -> str:
     head = (
-        f"{'hours':>5} {'samples':>13} {'engine':<14} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} "
+        f"{'hours':>5} {'samples':>13} {'engine':<22} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} "
         f"{'samples/s':>10} {'Spark/single':>12} {'profiles':>8}  note"
     )
     lines = [head, "-" * len(head)]
-    single = {r.hours: r for r in results if r.engine == "local"}
+    single = {r.hours: r for r in results if r.engine == "local" and r.seconds}
     for r in results:
-        name = "spark local[2]" if r.engine == "spark" else "single process"
+        name = ("spark local[2]" if r.engine == "spark" else "single process") + (
+            f" {r.label}" if r.label else ""
+        )
         wall = "-" if r.seconds is None else f"{r.seconds:8.1f}"
         rate = "-" if r.rate is None else f"{r.rate:10,.0f}"
         other = single.get(r.hours)
@@ -233,7 +236,7 @@ def table(results: list[Result]) -> str:
             ratio = f"{r.seconds / other.seconds:.2f}"
         note = r.stopped or (f"{r.partitions} shuffle partitions" if r.partitions else "")
         lines.append(
-            f"{r.hours:>5} {r.samples:>13,} {name:<14} {wall:>8} {r.cpu:>8.1f} {r.peak_mb:>11,.0f} "
+            f"{r.hours:>5} {r.samples:>13,} {name:<22} {wall:>8} {r.cpu:>8.1f} {r.peak_mb:>11,.0f} "
             f"{rate:>10} {ratio:>12} {r.profiles:>8}  {note}"
         )
     return "\n".join(lines)
@@ -246,10 +249,13 @@ def plot(results: list[Result], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for engine, label in (("spark", "Spark local[2]"), ("local", "single process")):
-        done = sorted((r for r in results if r.engine == engine and r.seconds), key=lambda r: r.samples)
+    series = sorted({(r.engine, r.label) for r in results})
+    for engine, tag in series:
+        label = ("Spark local[2]" if engine == "spark" else "single process") + (f" ({tag})" if tag else "")
+        mine = [r for r in results if (r.engine, r.label) == (engine, tag)]
+        done = sorted((r for r in mine if r.seconds), key=lambda r: r.samples)
         left.plot([r.samples for r in done], [r.seconds for r in done], marker="o", label=label)
-        mem = sorted((r for r in results if r.engine == engine), key=lambda r: r.samples)
+        mem = sorted(mine, key=lambda r: r.samples)
         right.plot([r.samples for r in mem], [r.peak_mb / 1024 for r in mem], marker="o", label=label)
         for r in mem:
             if r.stopped:
@@ -278,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-cap", type=float, default=16.0, help="GB of RSS the single process may use")
     p.add_argument("--time-cap", type=float, default=2400.0, help="seconds the single process may take")
     p.add_argument("--data", type=Path, default=DATA, help="where the generated samples go")
+    p.add_argument("--label", default="", help="a name for this run's rows (e.g. the code measured)")
+    p.add_argument("--save", type=Path, help="also write the results as JSON here")
+    p.add_argument("--combine", nargs="+", type=Path, help="only print and plot saved results together")
     p.add_argument(
         "--measure", nargs=4, metavar=("ENGINE", "HOURS", "PARTITIONS", "DATA"), help=argparse.SUPPRESS
     )
@@ -286,6 +295,13 @@ def main(argv: list[str] | None = None) -> int:
         engine, hours, partitions, data = args.measure
         print(json.dumps(measure(engine, int(hours), Path(data), int(partitions))))
         return 0
+    if args.combine:
+        saved = [Result(**r) for path in args.combine for r in json.loads(path.read_text(encoding="utf-8"))]
+        print(table(saved))
+        OUT.mkdir(parents=True, exist_ok=True)
+        plot(saved, OUT / "fleet-spark.png")
+        print(f"\nplot: {OUT / 'fleet-spark.png'}")
+        return 0
     begin = time.perf_counter()
     generate(args.topologies, max(args.hours), args.data)
     print(f"samples ready in {time.perf_counter() - begin:.0f} s", flush=True)
@@ -293,10 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     for hours in sorted(args.hours):
         rows = rows_in(args.data, hours)
         for engine in args.engines:
-            results.append(run_engine(engine, hours, args.data, rows, args))
+            results.append(replace(run_engine(engine, hours, args.data, rows, args), label=args.label))
             print(table(results[-1:]).splitlines()[-1], flush=True)
     print()
     print(table(results))
+    if args.save:
+        args.save.write_text(json.dumps([asdict(r) for r in results]), encoding="utf-8")
     OUT.mkdir(parents=True, exist_ok=True)
     plot(results, OUT / "fleet-spark.png")
     print(f"\nplot: {OUT / 'fleet-spark.png'}")
