@@ -13,7 +13,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark]' -e operator
+	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark,publish]' -e operator
 	@touch $@
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
@@ -134,6 +134,13 @@ storm-down: venv
 ## bench-aggregation: samples/s and peak memory per engine, table on stdout, plot in bench/out/aggregation.png
 bench-aggregation: venv
 	$(BIN)/python -m bench.aggregation $(if $(SIZES),--sizes $(SIZES))
+
+# The fleet benchmark (bench/fleet_spark.py): 1,000 topologies at a 10 s step, 1 h, 6 h and 24 h of samples,
+# Spark local[2] against the single process (stopped past 16 GB of RSS); HOURS="1 6" runs fewer.
+.PHONY: bench-fleet-spark
+## bench-fleet-spark: the publisher's aggregation on a fleet's day, wall/CPU time and peak memory per engine and size, table on stdout, plot in bench/out/fleet-spark.png (hours with 24; generating the 24 h input takes about 10 minutes the first time)
+bench-fleet-spark: venv
+	$(BIN)/python -m bench.fleet_spark $(if $(HOURS),--hours $(HOURS))
 
 # helm for the chart tests (tests/harness/kubernetes/helm.py, Go module in tests/harness/assets/helm/). Standard library only.
 .PHONY: helm-bin

@@ -82,7 +82,7 @@ def operator_env(
 
     def ports(policy: Policy, namespace: str, body: Any) -> Ports:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, storm, profiler, real.status, real.events)
+        return Ports(real.deployments, storm, profiler, real.status, real.events, real.published)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return profiler

@@ -82,7 +82,7 @@ def profiler(
     def ports(policy: Policy, namespace: str, body: Any) -> Ports:
         real = handlers.default_ports(policy, namespace, body)
         nimbus = NimbusPort(NimbusClient(Endpoint("127.0.0.1", fleet.port)))
-        return Ports(real.deployments, nimbus, measured, real.status, real.events)
+        return Ports(real.deployments, nimbus, measured, real.status, real.events, real.published)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return measured

@@ -13,9 +13,11 @@ import secrets
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from kubernetes import config
@@ -23,6 +25,8 @@ from kubernetes import config
 from stormscale.operator import handlers
 from stormscale.operator.ports import Ports
 from stormscale.planner import Topology, load_profile
+from stormscale.publish import cli as publish_cli
+from stormscale.publish.kube import FleetApi
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
@@ -36,6 +40,7 @@ from tests.integration.test_operator_api import (
     operator,
     replicas,
 )
+from tests.synthetic import samples as synthetic
 from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = pytest.mark.integration
@@ -85,7 +90,9 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
         (("autoscaling",), ("horizontalpodautoscalers",)): {"list"},
         (("",), ("pods",)): {"list"},  # the profiler joins executors to worker pods (their CPU)
         (("", "events.k8s.io"), ("events",)): {"create"},
+        (("",), ("configmaps",)): {"get"},  # the fleet job's published profile, by name
     }
+    assert not [d for d in docs if d["kind"] == "CronJob"]  # the publisher is off by default
     operator_deploy = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)
     pod = operator_deploy["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -124,14 +131,54 @@ def test_bad_values_are_refused(helm: Any, sets: list[str], message: str) -> Non
     assert message in result.stderr
 
 
+PUBLISHER = f"{ROLE}-publisher"
+PUBLISHER_VALUES = [
+    "publisher.enabled=true",
+    "publisher.suspend=true",  # no run of its own during the tests: the test runs the job itself
+    "publisher.samples={/data/samples}",
+    "publisher.structures=/data/structures",
+]
+
+
+def test_the_publisher_cronjob_has_exactly_its_rules(helm: Any) -> None:
+    docs = render(helm, *PUBLISHER_VALUES)
+    role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == PUBLISHER)
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    assert rules == {
+        (("stormscale.io",), ("stormtopologies",)): {"list"},
+        (("",), ("configmaps",)): {"create", "patch"},  # server-side apply: create the first time
+    }
+    (cron,) = [d for d in docs if d["kind"] == "CronJob"]
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == PUBLISHER
+    args = pod["containers"][0]["args"]
+    assert "--master=local[*]" in args
+    assert "--conf=spark.driver.memory=3g" in args
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    namespaced = render(helm, *PUBLISHER_VALUES, "watchNamespaces={a,b}")
+    assert [
+        d["metadata"]["namespace"]
+        for d in namespaced
+        if d["kind"] == "Role" and "publisher" in d["metadata"]["name"]
+    ] == ["a", "b"]
+
+
+def service_account_kubeconfig(control_plane: ControlPlane, account: str) -> Path:
+    token = control_plane.kubectl("create", "token", account, "-n", RELEASE_NS, "--duration=2h").strip()
+    kubeconfig = control_plane.run_dir / f"{account}.kubeconfig"
+    kubeconfig.write_text(control_plane.kubeconfig.read_text().replace(control_plane.token, token))
+    return kubeconfig
+
+
 @pytest.fixture(scope="module")
 def installed(helm: Any, control_plane: ControlPlane) -> Iterator[Path]:
-    """The chart installed; yields a kubeconfig that authenticates as its ServiceAccount."""
-    helm("install", RELEASE, str(CHART), "--namespace", RELEASE_NS, "--create-namespace", "--wait=false")
-    token = control_plane.kubectl("create", "token", ROLE, "-n", RELEASE_NS, "--duration=2h").strip()
-    kubeconfig = control_plane.run_dir / "stormscale-sa.kubeconfig"
-    kubeconfig.write_text(control_plane.kubeconfig.read_text().replace(control_plane.token, token))
-    yield kubeconfig
+    """The chart installed (the publisher CronJob too, suspended); yields a kubeconfig that
+    authenticates as the operator's ServiceAccount."""
+    sets = [f for value in PUBLISHER_VALUES for f in ("--set", value)]
+    helm(
+        "install", RELEASE, str(CHART), "--namespace", RELEASE_NS, "--create-namespace", "--wait=false", *sets
+    )
+    yield service_account_kubeconfig(control_plane, ROLE)
     helm("uninstall", RELEASE, "--namespace", RELEASE_NS)
 
 
@@ -160,8 +207,53 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
         ("get", "secrets"),
         ("delete", "stormtopologies.stormscale.io"),
         ("create", "horizontalpodautoscalers"),
+        ("list", "configmaps"),
+        ("patch", "configmaps"),
     ]:
         assert can_i(control_plane, installed, verb, what, "-n", "default") == "no", f"{verb} {what}"
+    assert can_i(control_plane, installed, "get", "configmaps", "-n", "default") == "yes"
+
+
+def test_the_publisher_publishes_with_its_service_account_and_may_do_no_more(
+    installed: Path, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The fleet job (single-process engine: this is about its API calls) with the CronJob's token."""
+    kubeconfig = service_account_kubeconfig(control_plane, PUBLISHER)
+    for verb, what in [
+        ("list", "stormtopologies.stormscale.io"),
+        ("create", "configmaps"),
+        ("patch", "configmaps"),
+    ]:
+        assert can_i(control_plane, kubeconfig, verb, what, "-n", "default") == "yes", f"{verb} {what}"
+    for verb, what in [
+        ("get", "configmaps"),
+        ("delete", "configmaps"),
+        ("get", "secrets"),
+        ("patch", "stormtopologies.stormscale.io"),
+        ("get", "stormtopologies.stormscale.io"),
+    ]:
+        assert can_i(control_plane, kubeconfig, verb, what, "-n", "default") == "no", f"{verb} {what}"
+    namespace = f"pub-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", namespace)
+    try:
+        resource = json.loads(manifest(namespace))
+        resource["spec"]["metrics"]["profile"] = "Published"
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
+        start = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+        scenario = synthetic.Scenario(name="linear", duration_s=900, noise=0.01, seed=3, start=start)
+        pq.write_table(synthetic.generate(handlers_linear(), scenario), tmp_path / "samples.parquet")
+        (tmp_path / "linear.json").write_text(json.dumps(synthetic.structure(handlers_linear(), scenario)))
+        argv = ["--samples", str(tmp_path / "samples.parquet"), "--structure", str(tmp_path / "linear.json")]
+        argv += ["--namespace", namespace, "--end", "2026-03-01T10:15:00+00:00", "--engine", "local"]
+        fleet = FleetApi(config.new_client_from_config(config_file=str(kubeconfig)))
+        assert publish_cli.main(argv, fleet=fleet) == 0
+        assert publish_cli.main(argv, fleet=fleet) == 0  # again: the apply now patches what it created
+        found = get(control_plane, namespace, "configmap/linear-profile")
+        assert found["data"]["window"] == "2026-03-01T10:00:00Z/2026-03-01T10:15:00Z"
+        managers = get(control_plane, namespace, "configmap/linear-profile", "--show-managed-fields")
+        assert {m["manager"] for m in managers["metadata"]["managedFields"]} == {"stormscale-publish"}
+    finally:
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
 @pytest.fixture
@@ -174,7 +266,7 @@ def as_service_account(installed: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
 
     def ports(policy: Any, namespace: str, body: Any) -> Any:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, storm, profiler, real.status, real.events)
+        return Ports(real.deployments, storm, profiler, real.status, real.events, real.published)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return storm, profiler

@@ -139,3 +139,24 @@ def test_accuracy_benchmark_tells_how_one_scaled_component_grows_with_its_units(
         [step(0, {"2": 1, "3": 1}, 12.0), step(1, {"2": 1, "3": 2}, 18.0), step(2, {"2": 2, "3": 2}, 23.0)],
     )
     assert accuracy.scaled_component(both) is None  # 2 and 3 both scaled: no one component's curve
+
+
+def test_the_fleet_benchmark_runs_and_stops_a_single_process_past_its_memory_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three topologies, one hour, the single process only (no JVM): once within its cap, once with a
+    cap it must pass (30 MB), where the table says where it was stopped instead of a time."""
+    from bench import fleet_spark
+
+    monkeypatch.setattr(fleet_spark, "OUT", tmp_path)
+    data = tmp_path / "fleet"
+    args = ["--topologies", "3", "--hours", "1", "--engines", "local", "--data", str(data)]
+    assert fleet_spark.main(args) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "single process" in line]
+    assert rows[-1].split()[:2] == ["1", f"{fleet_spark.rows_in(data, 1):,}"]
+    assert rows[-1].split()[-1] == "3"  # three profiles
+    assert len(list((data / "structures").glob("t*.json"))) == 3
+    assert (tmp_path / "fleet-spark.png").stat().st_size > 10_000
+    assert fleet_spark.main([*args, "--memory-cap", "0.03"]) == 0
+    capped = [line for line in capsys.readouterr().out.splitlines() if "single process" in line]
+    assert "RSS passed 0.03 GB" in capped[-1]

@@ -39,7 +39,8 @@ The rules of exactly the calls the operator makes (docs/operator.md lists each c
 - their status: read and merge-patched;
 - the worker Deployment: read, and replicas set by server-side apply (patch);
 - HorizontalPodAutoscalers: listed to refuse fighting another writer;
-- Events: one per decision.
+- Events: one per decision;
+- ConfigMaps: the fleet job's published profile, read by name (get only: no list, no watch).
 */}}
 {{- define "stormscale.rules" -}}
 - apiGroups: [stormscale.io]
@@ -63,4 +64,25 @@ The rules of exactly the calls the operator makes (docs/operator.md lists each c
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get]
+{{- end -}}
+
+{{/*
+The fleet job's rules (stormscale-publish, spark/src/stormscale/publish/kube.py): list StormTopologies,
+server-side apply of one ConfigMap each (an apply that creates is authorised as create, one that
+changes as patch). Its samples are files (a volume or a Spark URL), which need no Kubernetes rule.
+*/}}
+{{- define "stormscale.publisherRules" -}}
+- apiGroups: [stormscale.io]
+  resources: [stormtopologies]
+  verbs: [list]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create, patch]
+{{- end -}}
+
+{{- define "stormscale.publisherName" -}}
+{{- printf "%s-publisher" (include "stormscale.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}

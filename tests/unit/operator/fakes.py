@@ -184,6 +184,22 @@ class FakeEvents:
 
 
 @dataclass
+class FakePublished:
+    """ConfigMaps by (namespace, name): their data, as the Kubernetes adapter returns it."""
+
+    data: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    fail: Exception | None = None
+
+    def read(self, namespace: str, name: str) -> dict[str, str] | None:
+        self.calls.append((namespace, name))
+        if self.fail:
+            raise self.fail
+        found = self.data.get((namespace, name))
+        return None if found is None else dict(found)
+
+
+@dataclass
 class World:
     cluster: FakeCluster
     nimbus: FakeNimbus
@@ -191,6 +207,7 @@ class World:
     status: FakeStatus = field(default_factory=FakeStatus)
     events: FakeEvents = field(default_factory=FakeEvents)
     journal: Journal = field(default_factory=list)
+    published: FakePublished = field(default_factory=FakePublished)
 
     def __post_init__(self) -> None:
         for part in (self.cluster, self.nimbus, self.status):
@@ -198,7 +215,7 @@ class World:
 
     @property
     def ports(self) -> Ports:
-        return Ports(self.cluster, self.nimbus, self.profiler, self.status, self.events)
+        return Ports(self.cluster, self.nimbus, self.profiler, self.status, self.events, self.published)
 
 
 __all__ = [
@@ -206,6 +223,7 @@ __all__ = [
     "FakeEvents",
     "FakeNimbus",
     "FakeProfiler",
+    "FakePublished",
     "FakeStatus",
     "RefusedError",
     "UnavailableError",

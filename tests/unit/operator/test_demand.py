@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from stormscale.operator.adapters.profiler import PrometheusProfiler, check_demand_known, saturated_bolts
+from stormscale.operator.adapters.profiler import PrometheusProfiler
 from stormscale.operator.policy import InvalidSpecError, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnknownDemandError
+from stormscale.operator.profiles import check_demand_known, saturated_bolts
 from stormscale.planner import FlowModel, throughput
 from stormscale.samples.names import OFFERED
 from stormscale.storm.samples import __main__ as samples_cli

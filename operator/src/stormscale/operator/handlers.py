@@ -26,6 +26,7 @@ from stormscale.operator.adapters.kube import (
     PLURAL,
     REQUEST_TIMEOUT_S,
     VERSION,
+    KubeConfigMaps,
     KubeDeployments,
     KubePods,
     KubeStatus,
@@ -124,6 +125,7 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
         ),
         status=status_store(),
         events=KopfEvents(body),
+        published=KubeConfigMaps(api),
     )
 
 

@@ -34,6 +34,14 @@ class Mode(StrEnum):
     AUTO = "Auto"
 
 
+class ProfileSource(StrEnum):
+    """Where a plan's profile comes from: measured by the operator over ``metrics.window``
+    (``InProcess``), or the fleet job's ConfigMap (``Published``; docs/operator.md)."""
+
+    IN_PROCESS = "InProcess"
+    PUBLISHED = "Published"
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
@@ -104,6 +112,10 @@ class MetricsSpec(_Model):
     max_age: str = Field(default="2m", pattern=DURATION)
     step: str = Field(default="10s", pattern=DURATION)
     settle: str = Field(default="2m", pattern=DURATION)
+    #: ``Published``: plan on the fleet job's ConfigMap ``<name>-profile`` while its window ended less
+    #: than ``publishedMaxAge`` ago, else on the in-process profile (with a condition saying why).
+    profile: ProfileSource = ProfileSource.IN_PROCESS
+    published_max_age: str = Field(default="26h", pattern=DURATION)
 
     @model_validator(mode="after")
     def _steps(self) -> MetricsSpec:
@@ -120,6 +132,8 @@ class MetricsSpec(_Model):
         if max_age < step:
             # samples arrive once a step: a maxAge below it (0s) calls fresh metrics stale
             raise ValueError("metrics.maxAge must be at least metrics.step")
+        if parse_duration(self.published_max_age) < 1:
+            raise ValueError("metrics.publishedMaxAge must be at least 1s")
         if window // step + 1 > MAX_POINTS:
             raise ValueError(
                 f"metrics.window holds {window // step + 1} steps of metrics.step; Prometheus answers "
@@ -228,6 +242,8 @@ class Policy(_Model):
     max_age_s: float
     step_s: float
     settle_s: float
+    #: A published profile whose window ended longer ago than this is stale (``metrics.publishedMaxAge``).
+    published_max_age_s: float
     cooldown_s: float
     scale_in_delay_s: float
     #: The planner's sizing strategy in effect (``scaling.sizing``, Exact with a bare targetRate).
@@ -257,6 +273,7 @@ def parse_spec(raw: dict[str, Any]) -> Policy:
         max_age_s=parse_duration(spec.metrics.max_age),
         step_s=parse_duration(spec.metrics.step),
         settle_s=parse_duration(spec.metrics.settle),
+        published_max_age_s=parse_duration(spec.metrics.published_max_age),
         cooldown_s=parse_duration(scaling.cooldown),
         scale_in_delay_s=parse_duration(scaling.scale_in_delay),
         sizing=None if (kind := scaling.sizing_strategy) is None else SizingStrategy(kind.value.lower()),

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from stormscale.operator.policy import ProfileSource
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
 from stormscale.storm.model import Executor, is_system
@@ -113,6 +114,10 @@ class MeasuredProfile:
     confidence: Mapping[str, Any] = field(default_factory=dict)
     #: The worker Deployment's pods and their CPU (empty: not measured).
     pods: tuple[PodLoad, ...] = ()
+    #: Measured in this pass (``InProcess``) or read from the fleet job's ConfigMap (``Published``).
+    source: ProfileSource = ProfileSource.IN_PROCESS
+    #: The published profile's window (``start/end``); ``None``: the spec's ``metrics.window`` to now.
+    window: str | None = None
 
 
 class WorkerDeployments(Protocol):
@@ -142,6 +147,12 @@ class Profiler(Protocol):
     def profile(self, topology: str, window_s: float) -> MeasuredProfile: ...
 
 
+class PublishedProfiles(Protocol):
+    def read(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        """The data of ConfigMap ``namespace/name`` (the fleet job's profile), or ``None`` when there is
+        no such ConfigMap."""
+
+
 class StatusWriter(Protocol):
     def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
         """Store ``status`` now (reconcile records its intent before acting); only what changed since
@@ -163,3 +174,4 @@ class Ports:
     profiler: Profiler
     status: StatusWriter
     events: Events
+    published: PublishedProfiles

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from stormscale.aggregation import PublishedError, configmap_name
 from stormscale.operator import packing
 from stormscale.operator.autoscale import SizedUnits, decide, needed_budget, size_units, target_of
-from stormscale.operator.policy import Mode, PlacementKind, Policy
+from stormscale.operator.policy import Mode, PlacementKind, Policy, ProfileSource
 from stormscale.operator.ports import (
     Events,
     MeasuredProfile,
@@ -30,9 +31,11 @@ from stormscale.operator.ports import (
     UnknownDemandError,
     Workers,
 )
+from stormscale.operator.profiles import PublishedVerdict, judge_published
 from stormscale.operator.status import (
     DEGRADED,
     PROGRESSING,
+    PUBLISHED_PROFILE,
     READY,
     RETRY_AFTER,
     SCALING_LIMITED,
@@ -219,9 +222,16 @@ def replicas_for(units: Mapping[str, int], slots_per_pod: int) -> int:
 
 
 def plan_summary(
-    plan: Plan, plans: Mapping[Strategy, Plan], now: datetime, budget: int, start: Mapping[str, int]
+    plan: Plan,
+    plans: Mapping[Strategy, Plan],
+    now: datetime,
+    budget: int,
+    start: Mapping[str, int],
+    *,
+    measured: MeasuredProfile | None = None,
 ) -> PlanSummary:
-    """``status.lastPlan``: the chosen plan for ``budget`` and every strategy's predicted Θ."""
+    """``status.lastPlan``: the chosen plan for ``budget``, every strategy's predicted Θ, and which
+    profile it rests on (``measured``'s source and window)."""
     return PlanSummary(
         budget=budget,
         strategy=plan.strategy.value,
@@ -233,6 +243,8 @@ def plan_summary(
         predicted=Predicted(before=round(plan.before, 3), after=round(plan.after, 3)),
         alternatives={s.value: round(p.after, 3) for s, p in plans.items()},
         at=timestamp(now),
+        profile_source=None if measured is None else measured.source.value,
+        profile_window=None if measured is None else measured.window,
     )
 
 
@@ -481,8 +493,13 @@ def placement_drift(
 
 
 def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
-    """A fresh profile, or the Degraded outcome that says why there is none."""
+    """A profile to plan on: the published one where the spec asks for it and it is usable
+    (:func:`_published`), else a fresh one from the profiler; or the Degraded outcome that says why
+    there is none."""
     policy, st = seen.policy, seen.st
+    verdict = _published(seen)
+    if verdict is not None and verdict.profile is not None:
+        return verdict.profile
     try:
         measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
     except UnknownDemandError as err:
@@ -499,6 +516,39 @@ def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
         )
         return st.degraded(Reason.STALE_METRICS, message)
     return measured
+
+
+def _published(seen: _Pass) -> PublishedVerdict | None:
+    """With ``metrics.profile: Published``: read the fleet job's ConfigMap and judge it
+    (:func:`~stormscale.operator.profiles.judge_published`), set the ``PublishedProfile`` condition, and
+    post a Warning when the pass falls back for a new reason. ``None`` (and no condition) otherwise."""
+    policy, st, resource = seen.policy, seen.st, seen.resource
+    if policy.spec.metrics.profile is not ProfileSource.PUBLISHED:
+        st.status.drop_condition(PUBLISHED_PROFILE)
+        return None
+    fallback = "; planning on the in-process profile"
+    try:
+        name = configmap_name(resource.name)
+        where = f"{resource.namespace}/{name}"
+        data = seen.ports.published.read(resource.namespace, name)
+    except PublishedError as err:
+        verdict = PublishedVerdict(None, Reason.PUBLISHED_PROFILE_INVALID, f"{err}{fallback}")
+    except (UnavailableError, RefusedError) as err:
+        verdict = PublishedVerdict(None, Reason.PUBLISHED_PROFILE_UNAVAILABLE, f"{err}{fallback}")
+    else:
+        verdict = judge_published(
+            data,
+            where=where,
+            topology=policy.spec.topology_name,
+            components=set(seen.storm.executors),
+            now=st.now,
+            max_age_s=policy.published_max_age_s,
+        )
+    before = st.before.condition(PUBLISHED_PROFILE)
+    if not verdict.used and (before is None or before.reason != verdict.reason.value):
+        st.events.append(("Warning", verdict.reason, verdict.message))
+    st.set(PUBLISHED_PROFILE, verdict.used, verdict.reason, verdict.message)
+    return verdict
 
 
 def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]) -> _Pass | Outcome:
@@ -648,7 +698,7 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.INVALID_SPEC, str(err))
     except InvalidProfileError as err:
         return st.degraded(Reason.INVALID_PROFILE, str(err))
-    planned = _budget_plan(seen, model, start, delta)
+    planned = _budget_plan(seen, model, start, delta, measured)
     if isinstance(planned, Outcome):
         return planned
     target, unallocated = planned
@@ -658,7 +708,9 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         _show_sizing(seen, measured, baseline)
     st.healthy()
     st.status.observed = Observed(
-        throughput=round(measured.throughput, 3), window=policy.spec.metrics.window, at=timestamp(st.now)
+        throughput=round(measured.throughput, 3),
+        window=measured.window or policy.spec.metrics.window,
+        at=timestamp(st.now),
     )
     if unallocated:
         st.set(
@@ -675,7 +727,7 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
 
 
 def _budget_plan(
-    seen: _Pass, model: Topology, start: dict[str, int], delta: int
+    seen: _Pass, model: Topology, start: dict[str, int], delta: int, measured: MeasuredProfile
 ) -> tuple[dict[str, int], int] | Outcome:
     """Every budget strategy's plan for ``delta`` units from ``start`` (``status.lastPlan``), and the
     target units with those the plan could not use. Auto with a sizing applies the sizing's units
@@ -692,11 +744,18 @@ def _budget_plan(
         st.plan_seconds = time.perf_counter() - started
     if sized is not None:
         st.status.last_plan = sized_plan_summary(
-            model, sized, plans, now=st.now, budget=seen.budget, start=start, strategy=policy.strategy
+            model,
+            sized,
+            plans,
+            now=st.now,
+            budget=seen.budget,
+            start=start,
+            strategy=policy.strategy,
+            measured=measured,
         )
         return dict(sized.units), 0
     plan = plans[policy.strategy]
-    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start)
+    st.status.last_plan = plan_summary(plan, plans, st.now, seen.budget, start, measured=measured)
     return {cid: start[cid] + plan.allocation.get(cid, 0) for cid in start}, plan.unallocated
 
 
@@ -740,6 +799,7 @@ def sized_plan_summary(
     budget: int,
     start: Mapping[str, int],
     strategy: Strategy,
+    measured: MeasuredProfile | None = None,
 ) -> PlanSummary:
     """``status.lastPlan`` for Auto's sizing: its units as the allocation from ``start``, Θ before and
     after on the model planned on, and beside it every budget strategy's Θ for as many units."""
@@ -759,6 +819,8 @@ def sized_plan_summary(
         predicted=Predicted(before=round(throughput(model, model.units, flow), 3), after=round(after, 3)),
         alternatives=alternatives,
         at=timestamp(now),
+        profile_source=None if measured is None else measured.source.value,
+        profile_window=None if measured is None else measured.window,
     )
 
 

@@ -20,7 +20,10 @@ READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
 SCALING_LIMITED = "ScalingLimited"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED)
+#: Only with ``spec.metrics.profile: Published``: True while plans rest on the fleet job's ConfigMap,
+#: False (with why) while they fall back to the in-process profile.
+PUBLISHED_PROFILE = "PublishedProfile"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED, PUBLISHED_PROFILE)
 MAX_MESSAGE = 32768  # metav1.Condition's limit
 
 
@@ -61,6 +64,12 @@ class Reason(StrEnum):
     MAX_UNITS_REACHED = "MaxUnitsReached"
     UNITS_UNALLOCATED = "UnitsUnallocated"
     WITHIN_LIMITS = "WithinLimits"
+    # PublishedProfile: used, or why the in-process profile is used instead
+    PUBLISHED_PROFILE_USED = "PublishedProfileUsed"
+    PUBLISHED_PROFILE_MISSING = "PublishedProfileMissing"
+    PUBLISHED_PROFILE_STALE = "PublishedProfileStale"
+    PUBLISHED_PROFILE_INVALID = "PublishedProfileInvalid"
+    PUBLISHED_PROFILE_UNAVAILABLE = "PublishedProfileUnavailable"
     # Events only
     SCALING_APPLIED = "ScalingApplied"
     BASELINE_REFRESHED = "BaselineRefreshed"
@@ -214,6 +223,10 @@ class PlanSummary(_Status):
     predicted: Predicted
     alternatives: dict[str, float]
     at: str
+    #: ``Published`` (the fleet job's ConfigMap) or ``InProcess`` (measured by this pass's profiler),
+    #: and the window the profile's samples span.
+    profile_source: str | None = None
+    profile_window: str | None = None
 
 
 class Observed(_Status):
@@ -300,6 +313,10 @@ class StormTopologyStatus(_Status):
         )
         others = [c for c in self.conditions if c.type != kind]
         self.conditions = sorted([*others, fresh], key=_condition_order)
+
+    def drop_condition(self, kind: str) -> None:
+        """Remove condition ``kind`` (one that no longer applies to the spec)."""
+        self.conditions = [c for c in self.conditions if c.type != kind]
 
 
 def _condition_order(condition: Condition) -> int:

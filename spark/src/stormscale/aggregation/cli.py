@@ -7,14 +7,13 @@ line on stderr naming the problem, nothing written).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stormscale.aggregation import local
+from stormscale.aggregation import engines, local
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import write_profile
 from stormscale.aggregation.schema import AggregationError
@@ -69,24 +68,10 @@ def _structures(paths: Sequence[str]) -> list[Structure]:
 def _run(args: argparse.Namespace, structures: list[Structure], params: Params) -> list[dict[str, Any]]:
     if args.engine == "local":
         return local.run(args.samples, structures, params)
-    try:  # PySpark is the optional extra ``stormscale-aggregation[spark]``; the local engine needs none
-        from pyspark.sql import SparkSession  # noqa: PLC0415
-
+    with engines.spark_session(args.master, args.shuffle_partitions) as spark:
         from stormscale.aggregation.spark import job  # noqa: PLC0415
-    except ImportError:
-        message = (
-            "--engine spark needs PySpark: pip install 'stormscale-aggregation[spark]' (or --engine local)"
-        )
-        raise AggregationError(message) from None
-    existing = SparkSession.getActiveSession()  # e.g. a test's session: reuse it, leave it running
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    master = args.master or ("" if under_submit else "local[*]")
-    spark = existing or job.session(master, args.shuffle_partitions)
-    try:
+
         return job.run(spark, args.samples, structures, params)
-    finally:
-        if existing is None:
-            spark.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

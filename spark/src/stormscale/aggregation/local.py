@@ -526,6 +526,11 @@ def profile_table(
     table: pa.Table, structures: Sequence[Structure], params: Params
 ) -> tuple[list[dict[str, Any]], Aggregates]:
     """An in-memory table of samples → one profile per structure, and the aggregates behind them."""
-    with np.errstate(divide="ignore", invalid="ignore"):  # x/0 → inf/nan → null, as in Spark
-        aggregates = aggregate(table, params)
+    aggregates = aggregates_of(table, params)
     return profiles(structures, aggregates, params), aggregates
+
+
+def aggregates_of(table: pa.Table, params: Params) -> Aggregates:
+    """:func:`aggregate` with division by zero giving null, as in Spark (x/0 → inf/nan → skipped)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return aggregate(table, params)

@@ -318,6 +318,20 @@ def profiles(structures: Sequence[Structure], aggregates: Aggregates, params: Pa
     return out
 
 
+def profile_results(
+    structures: Sequence[Structure], aggregates: Aggregates, params: Params
+) -> dict[str, dict[str, Any] | AggregationError]:
+    """One profile per structure, or the error that stopped it, by topology: a fleet of hundreds
+    publishes every topology it can and names the others (:func:`profiles` stops at the first)."""
+    out: dict[str, dict[str, Any] | AggregationError] = {}
+    for structure in structures:
+        try:
+            out[structure.topology] = profiles([structure], aggregates, params)[0]
+        except AggregationError as err:
+            out[structure.topology] = err
+    return out
+
+
 def _steady_window(topology: str, windows: Mapping[str, WindowStats], params: Params) -> WindowStats:
     window = windows.get(topology)
     if window is None:

@@ -1,4 +1,5 @@
-"""Kubernetes adapters: the worker Deployment, HPAs that target it, its pods, and the resource's status."""
+"""Kubernetes adapters: the worker Deployment, HPAs that target it, its pods, the resource's status, and
+the fleet job's published profile (a ConfigMap)."""
 
 from __future__ import annotations
 
@@ -161,6 +162,25 @@ class KubeDeployments:
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"scale Deployment {namespace}/{name} to {replicas}")
+
+
+class KubeConfigMaps:
+    """``PublishedProfiles``: the data of one ConfigMap, read by name (``get``: the only verb on
+    ConfigMaps the operator's RBAC grants)."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._core = client.CoreV1Api(api)
+
+    def read(self, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            found = self._core.read_namespaced_config_map(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            _raise(err, f"ConfigMap {namespace}/{name}")
+        except urllib3.exceptions.HTTPError as err:
+            _raise(err, f"ConfigMap {namespace}/{name}")
+        return dict(found.data or {})
 
 
 class KubeStatus:

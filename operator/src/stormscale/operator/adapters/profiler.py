@@ -42,9 +42,9 @@ from stormscale.operator.ports import (
     PodLoad,
     RefusedError,
     StaleMetricsError,
-    UnknownDemandError,
 )
-from stormscale.planner import FlowModel, ProfileError, Topology, evaluate, parse_profile, throughput
+from stormscale.operator.profiles import check_usable, component_confidence
+from stormscale.planner import ProfileError, parse_profile
 from stormscale.samples import Sample, table
 from stormscale.storm import NimbusClient
 from stormscale.storm.model import Executor, Kind, TopologyStructure
@@ -53,9 +53,6 @@ from stormscale.storm.samples.demand import Demand, DemandRows, with_demand
 from stormscale.storm.stats import tasks_per_component
 
 LOG = logging.getLogger("stormscale.operator")
-#: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
-#: back: their emitted rate is its pace, not their demand.
-SATURATED = 0.9
 #: Kafka's cross-check: the append rate against the spout's emitted rate plus the lag's growth; a
 #: larger relative difference is flagged (the topic has other writers' records the spout skips, a
 #: translator emits other than one tuple per record, or the exporter lags).
@@ -210,26 +207,15 @@ class PrometheusProfiler:
         rows, lag_growth = self._with_demand(topology, rows, structure, window)
         document, aggregates = self._aggregate(topology, rows, structure)
         mark_demand(document, self.demand, lag_growth)
-        if not document["confidence"]["steady"]:
-            unstable = ", ".join(document["confidence"]["unstable"])
-            message = f"rates of {unstable} are not steady over the window; not planning on them"
-            raise StaleMetricsError(message)
         try:
             model = parse_profile(document)
         except ProfileError as err:  # the builder validates already; kept as a guard
             raise StaleMetricsError(f"measured profile is invalid: {err}") from None
-        if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
-            idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
-            message = f"the measured profile carries no flow (spouts without output: {idle or 'none'})"
-            raise StaleMetricsError(message)
-        check_demand_known(model, document)
+        check_usable(model, document)
         newest = mapped(lambda: self.samples.newest(topology))
         age = window_s if newest is None else max(0.0, now - newest)
-        confidence = {
-            **document["confidence"],
-            "components": {e["id"]: e["confidence"] for e in document["components"]},
-        }
-        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, loads)
+        confidence = component_confidence(document)
+        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, pods=loads)
 
     def _with_demand(
         self, topology: str, rows: list[Sample], structure: Structure, window: Window
@@ -292,35 +278,6 @@ def mark_demand(
                 f"{entry['id']}: {source.describe()} appends {append:.3g}/s, but the spout emits "
                 f"{emitted:.3g}/s and the lag grows {growth:.3g}/s"
             )
-
-
-def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
-    """Bolts at or above :data:`SATURATED` of their capacity under the measured load, with their
-    utilization ``input / capacity`` (backpressure model, the measured units)."""
-    state = evaluate(model, model.units, FlowModel.BACKPRESSURE)
-    out = []
-    for component, flow in zip(model.components, state.components, strict=True):
-        if not component.is_spout and flow.capacity > 0 and flow.input >= SATURATED * flow.capacity:
-            out.append((component.id, flow.input / flow.capacity))
-    return out
-
-
-def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
-    """Raise :class:`UnknownDemandError` when a spout's output is its emitted rate (no demand signal)
-    while a bolt is saturated: the spout is throttled to the bottleneck's pace, and sizing on that
-    rate would find nothing congested."""
-    blind = [
-        e["id"]
-        for e in document["components"]
-        if e["kind"] == "spout" and e["confidence"]["outputPerUnit"].get("source") == "emitted"
-    ]
-    saturated = saturated_bolts(model) if blind else []
-    if saturated:
-        busy = ", ".join(f"{c} at {u:.0%}" for c, u in saturated)
-        raise UnknownDemandError(
-            f"spout {', '.join(blind)} is throttled ({busy} of capacity) and has no demand signal: "
-            "set spec.components[].demandQuery or .kafka"
-        )
 
 
 def prometheus_profiler(

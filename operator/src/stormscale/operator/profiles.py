@@ -1,0 +1,179 @@
+"""Which profile a plan rests on, and whether a profile may be planned on at all (pure).
+
+With ``spec.metrics.profile: Published`` the fleet job's ConfigMap (``<name>-profile``, written by
+``stormscale-publish``; :mod:`stormscale.aggregation.published`) is used when it is there, parses,
+describes this topology's running components, its window ended less than ``metrics.publishedMaxAge``
+ago, and it passes the same checks as a profile measured in-process (:func:`check_usable`). Otherwise
+the pass falls back to the in-process profile, and the ``PublishedProfile`` condition says why
+(:func:`judge_published`): a published profile that fails a check is never planned on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from stormscale.aggregation import PublishedError, parse_published
+from stormscale.operator.policy import ProfileSource
+from stormscale.operator.ports import MeasuredProfile, StaleMetricsError, UnavailableError, UnknownDemandError
+from stormscale.operator.status import Reason
+from stormscale.planner import FlowModel, Topology, evaluate, throughput
+
+#: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
+#: back: their emitted rate is its pace, not their demand.
+SATURATED = 0.9
+#: A published window may end this far in the future (the job's clock against the operator's); beyond,
+#: it would look fresh for ever.
+CLOCK_SKEW_S = 300.0
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a published document is untrusted)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
+    """Bolts at or above :data:`SATURATED` of their capacity under the measured load, with their
+    utilization ``input / capacity`` (backpressure model, the measured units)."""
+    state = evaluate(model, model.units, FlowModel.BACKPRESSURE)
+    out = []
+    for component, flow in zip(model.components, state.components, strict=True):
+        if not component.is_spout and flow.capacity > 0 and flow.input >= SATURATED * flow.capacity:
+            out.append((component.id, flow.input / flow.capacity))
+    return out
+
+
+def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
+    """Raise :class:`UnknownDemandError` when a spout's output is its emitted rate (no demand signal)
+    while a bolt is saturated: the spout is throttled to the bottleneck's pace, and sizing on that
+    rate would find nothing congested."""
+    blind = [
+        e["id"]
+        for e in document["components"]
+        if e["kind"] == "spout"
+        and _mapping(_mapping(e.get("confidence")).get("outputPerUnit")).get("source") == "emitted"
+    ]
+    saturated = saturated_bolts(model) if blind else []
+    if saturated:
+        busy = ", ".join(f"{c} at {u:.0%}" for c, u in saturated)
+        raise UnknownDemandError(
+            f"spout {', '.join(blind)} is throttled ({busy} of capacity) and has no demand signal: "
+            "set spec.components[].demandQuery or .kafka"
+        )
+
+
+def check_usable(model: Topology, document: Mapping[str, Any]) -> None:
+    """The checks every profile passes before a plan rests on it, measured or published: a steady
+    window (``confidence.steady``), some flow at the measured units, and a known demand wherever a
+    bolt throttles a spout. Raises :class:`StaleMetricsError` or :class:`UnknownDemandError`."""
+    confidence = _mapping(document.get("confidence"))
+    if confidence.get("steady") is not True:
+        unstable = ", ".join(map(str, confidence.get("unstable") or [])) or "unknown components"
+        raise StaleMetricsError(f"rates of {unstable} are not steady over the window; not planning on them")
+    if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
+        idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
+        raise StaleMetricsError(f"the profile carries no flow (spouts without output: {idle or 'none'})")
+    check_demand_known(model, document)
+
+
+def document_throughput(document: Mapping[str, Any]) -> float:
+    """Σ over sinks (components without children) of their executed tuples/s (``confidence.executedRate``)."""
+    rates = (
+        _mapping(e.get("confidence")).get("executedRate")
+        for e in document["components"]
+        if not e.get("children")
+    )
+    numbers = (float(r) for r in rates if isinstance(r, int | float) and not isinstance(r, bool))
+    return sum(r for r in numbers if math.isfinite(r) and r >= 0)
+
+
+def component_confidence(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The profile's ``confidence`` with each component's under ``components`` (as :class:`MeasuredProfile`
+    carries it)."""
+    return {
+        **_mapping(document.get("confidence")),
+        "components": {e["id"]: _mapping(e.get("confidence")) for e in document["components"]},
+    }
+
+
+@dataclass(frozen=True)
+class PublishedVerdict:
+    """What the pass makes of the published profile: the profile to plan on (``None``: fall back to
+    the in-process one), and the ``PublishedProfile`` condition's reason and message."""
+
+    profile: MeasuredProfile | None
+    reason: Reason
+    message: str
+
+    @property
+    def used(self) -> bool:
+        return self.profile is not None
+
+
+def _age(seconds: float) -> str:
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def judge_published(
+    data: Mapping[str, Any] | None,
+    *,
+    where: str,
+    topology: str,
+    components: Collection[str],
+    now: datetime,
+    max_age_s: float,
+) -> PublishedVerdict:
+    """Use the ConfigMap ``where``'s ``data`` (``None``: no such ConfigMap), or say why not.
+
+    Used when: it parses (:func:`stormscale.aggregation.parse_published`: profile, window, time
+    computed), its profile is of Storm topology ``topology`` with exactly the running ``components``,
+    ``now − window end ≤ max_age_s`` (and the end is at most :data:`CLOCK_SKEW_S` ahead of ``now``),
+    and :func:`check_usable` passes. The profile's age is ``now − window end``.
+    """
+    fallback = "; planning on the in-process profile"
+    if data is None:
+        return PublishedVerdict(None, Reason.PUBLISHED_PROFILE_MISSING, f"no ConfigMap {where}{fallback}")
+
+    def invalid(problem: str) -> PublishedVerdict:
+        return PublishedVerdict(None, Reason.PUBLISHED_PROFILE_INVALID, f"{problem}{fallback}")
+
+    try:
+        published = parse_published(data, f"ConfigMap {where}")
+    except PublishedError as err:
+        return invalid(str(err))
+    named = published.document.get("topology")
+    if named != topology:
+        return invalid(f"ConfigMap {where}: a profile of topology {named!r}, not {topology!r}")
+    age = (now - published.end).total_seconds()
+    if age < -CLOCK_SKEW_S:
+        return invalid(f"ConfigMap {where}: window ends {_age(-age)} in the future ({published.window})")
+    if age > max_age_s:
+        message = (
+            f"ConfigMap {where}: window {published.window} ended {_age(age)} ago "
+            f"(metrics.publishedMaxAge {_age(max_age_s)}){fallback}"
+        )
+        return PublishedVerdict(None, Reason.PUBLISHED_PROFILE_STALE, message)
+    found = {c.id for c in published.topology.components}
+    if found != set(components):
+        differ = ", ".join(sorted(found ^ set(components)))
+        return invalid(f"ConfigMap {where}: components differ from the running topology's ({differ})")
+    try:
+        check_usable(published.topology, published.document)
+    except UnavailableError as err:  # StaleMetricsError, UnknownDemandError
+        return invalid(f"ConfigMap {where}: {err}")
+    profile = MeasuredProfile(
+        published.topology,
+        document_throughput(published.document),
+        max(age, 0.0),
+        component_confidence(published.document),
+        source=ProfileSource.PUBLISHED,
+        window=published.window,
+    )
+    message = (
+        f"ConfigMap {where}: window {published.window}, computed {published.computed_at:%Y-%m-%dT%H:%M:%SZ}"
+    )
+    return PublishedVerdict(profile, Reason.PUBLISHED_PROFILE_USED, message)

@@ -1,0 +1,71 @@
+"""Either engine on Parquet samples, for callers that need the aggregates (every topology at once)
+rather than the profiles: the fleet job (:mod:`stormscale.publish`) builds each profile on its own, so
+that one topology's bad data does not stop the others.
+
+PySpark is imported only when the Spark engine runs (it is the optional extra ``[spark]``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from stormscale.aggregation import local
+from stormscale.aggregation.aggregates import Aggregates
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.schema import AggregationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ENGINES = ("spark", "local")
+NO_PYSPARK = "--engine spark needs PySpark: pip install 'stormscale-aggregation[spark]' (or --engine local)"
+
+
+@contextmanager
+def spark_session(
+    master: str | None, shuffle_partitions: int, conf: Mapping[str, str] | None = None
+) -> Iterator[SparkSession]:
+    """The active session if there is one (a test's: reused and left running), else a new one on
+    ``master`` (``local[*]`` by default, spark-submit's master under spark-submit), stopped at the end."""
+    try:  # PySpark is the optional extra ``stormscale-aggregation[spark]``; the local engine needs none
+        from pyspark.sql import SparkSession  # noqa: PLC0415
+
+        from stormscale.aggregation.spark import job  # noqa: PLC0415
+    except ImportError:
+        raise AggregationError(NO_PYSPARK) from None
+    existing = SparkSession.getActiveSession()
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    chosen = master or ("" if under_submit else "local[*]")
+    spark = existing or job.session(chosen, shuffle_partitions, conf=conf)
+    try:
+        yield spark
+    finally:
+        if existing is None:
+            spark.stop()
+
+
+def aggregate(
+    paths: Sequence[str],
+    topologies: Sequence[str],
+    params: Params,
+    *,
+    engine: str = "spark",
+    master: str | None = None,
+    shuffle_partitions: int = 8,
+    conf: Mapping[str, str] | None = None,
+) -> Aggregates:
+    """The aggregates of ``topologies`` in the samples at ``paths`` (Parquet files or directories)."""
+    if not topologies:
+        raise AggregationError("structure: at least one topology structure is needed")
+    if engine == "local":
+        table = local.read(paths, topologies, params)
+        if table.num_rows == 0:
+            raise AggregationError("samples: no rows for the named topologies in the window")
+        return local.aggregates_of(table, params)
+    with spark_session(master, shuffle_partitions, conf) as spark:
+        from stormscale.aggregation.spark import job  # noqa: PLC0415
+
+        return job.aggregate(job.read_samples(spark, paths), topologies, params)

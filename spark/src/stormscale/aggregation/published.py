@@ -1,0 +1,167 @@
+"""A published profile: the ConfigMap the fleet job (:mod:`stormscale.publish`) writes per StormTopology
+and the operator reads (``spec.metrics.profile: Published``). No Kubernetes client here: the document
+as a plain object, its name and labels, and the one parser both sides use.
+
+One ConfigMap per StormTopology, ``<stormtopology>-profile`` in the StormTopology's namespace, owned by
+it (an owner reference: deleting the StormTopology deletes its profile), labelled
+``app.kubernetes.io/managed-by: stormscale`` and ``stormscale.io/stormtopology: <name>``::
+
+    data:
+      profile.json     the profile (docs/formats/profile.md) with its ``confidence``
+      window           "<start>/<end>": the samples' window, ISO 8601 in UTC (an ISO 8601 interval)
+      computedAt       when the job computed it, ISO 8601 in UTC
+      confidence.json  the profile's top-level ``confidence`` (steady, unstable, window, notes), for people
+
+The operator judges freshness by the window's *end* (what the numbers describe), not by
+``computedAt`` (when a job happened to run): a profile computed today from last week's samples is
+last week's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from stormscale.planner import ProfileError, Topology, parse_profile
+
+PROFILE_KEY = "profile.json"
+WINDOW_KEY = "window"
+COMPUTED_KEY = "computedAt"
+CONFIDENCE_KEY = "confidence.json"
+SUFFIX = "-profile"
+MANAGED_BY = ("app.kubernetes.io/managed-by", "stormscale")
+OWNER_LABEL = "stormscale.io/stormtopology"
+#: The API server refuses a ConfigMap above 1 MiB (its data and metadata together).
+MAX_BYTES = 1_000_000
+_NAME_MAX, _LABEL_MAX = 253, 63
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class PublishedError(ValueError):
+    """A published profile that cannot be used; the message is one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class PublishedProfile:
+    """A parsed, checked published profile."""
+
+    document: dict[str, Any]
+    topology: Topology
+    start: datetime
+    end: datetime
+    computed_at: datetime
+
+    @property
+    def window(self) -> str:
+        """The window as written: ``<start>/<end>``."""
+        return f"{iso(self.start)}/{iso(self.end)}"
+
+
+def iso(moment: datetime) -> str:
+    """UTC, seconds, with a ``Z`` (as Kubernetes writes times)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def configmap_name(stormtopology: str) -> str:
+    """``<stormtopology>-profile``; :class:`PublishedError` when that exceeds a ConfigMap name's 253."""
+    name = stormtopology + SUFFIX
+    if len(name) > _NAME_MAX:
+        raise PublishedError(f"StormTopology name {stormtopology!r} is too long for {name!r} (253 at most)")
+    return name
+
+
+def owner_label(stormtopology: str) -> str:
+    """The StormTopology's name as a label value: itself when it fits 63 characters, else its first
+    characters and 8 hex digits of its SHA-256 (still unique, still a valid label value)."""
+    if len(stormtopology) <= _LABEL_MAX and _LABEL_VALUE.match(stormtopology):
+        return stormtopology
+    digest = hashlib.sha256(stormtopology.encode()).hexdigest()[:8]
+    head = re.sub(r"[^-A-Za-z0-9_.]", "-", stormtopology)[: _LABEL_MAX - 9].strip("-_.") or "x"
+    return f"{head}-{digest}"
+
+
+def configmap(
+    *,
+    namespace: str,
+    stormtopology: str,
+    uid: str | None,
+    document: Mapping[str, Any],
+    start: datetime,
+    end: datetime,
+    computed_at: datetime,
+) -> dict[str, Any]:
+    """The ConfigMap to apply (server-side) for one StormTopology; ``uid`` makes it an owned object."""
+    metadata: dict[str, Any] = {
+        "name": configmap_name(stormtopology),
+        "namespace": namespace,
+        "labels": {MANAGED_BY[0]: MANAGED_BY[1], OWNER_LABEL: owner_label(stormtopology)},
+    }
+    if uid:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "stormscale.io/v1alpha1",
+                "kind": "StormTopology",
+                "name": stormtopology,
+                "uid": uid,
+            }
+        ]
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {
+            PROFILE_KEY: json.dumps(document, separators=(",", ":")),
+            WINDOW_KEY: f"{iso(start)}/{iso(end)}",
+            COMPUTED_KEY: iso(computed_at),
+            CONFIDENCE_KEY: json.dumps(document.get("confidence", {}), indent=1),
+        },
+    }
+    size = len(json.dumps(body))
+    if size > MAX_BYTES:
+        raise PublishedError(f"profile of {stormtopology!r} is {size} bytes; a ConfigMap holds 1 MiB at most")
+    return body
+
+
+def _time(text: str, what: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise PublishedError(f"{what}: not an ISO 8601 time: {text[:60]!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_published(data: Mapping[str, Any], where: str = "published profile") -> PublishedProfile:
+    """Check a ConfigMap's ``data`` and parse it; :class:`PublishedError` naming the key otherwise.
+
+    Required: ``profile.json`` (a profile the planner accepts), ``window`` (``start/end`` with
+    ``start ≤ end``) and ``computedAt``. ``confidence.json`` is for people and not read.
+    """
+    raw = data.get(PROFILE_KEY)
+    if not isinstance(raw, str):
+        raise PublishedError(f"{where}: no {PROFILE_KEY} key")
+    try:
+        document = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (line {err.lineno}: {err.msg})") from None
+    if not isinstance(document, dict):
+        raise PublishedError(f"{where}: {PROFILE_KEY} must be a JSON object")
+    try:
+        topology = parse_profile(document)
+    except ProfileError as err:
+        raise PublishedError(f"{where}: {PROFILE_KEY}: {err}") from None
+    window = data.get(WINDOW_KEY)
+    if not isinstance(window, str) or window.count("/") != 1:
+        raise PublishedError(f"{where}: {WINDOW_KEY} must be '<start>/<end>' in ISO 8601")
+    start_text, end_text = window.split("/")
+    start, end = _time(start_text, f"{where}: {WINDOW_KEY}"), _time(end_text, f"{where}: {WINDOW_KEY}")
+    if end < start:
+        raise PublishedError(f"{where}: {WINDOW_KEY} ends before it starts")
+    computed = data.get(COMPUTED_KEY)
+    if not isinstance(computed, str):
+        raise PublishedError(f"{where}: no {COMPUTED_KEY} key")
+    return PublishedProfile(document, topology, start, end, _time(computed, f"{where}: {COMPUTED_KEY}"))
