@@ -39,11 +39,7 @@ from stormscale.samples.names import (
 from stormscale.samples.schema import SERIES
 
 COMPONENT = ("topology", "component")
-#: Every executor-level grouping starts with ``executor_id`` (a 64-bit hash of the three names, which
-#: it adds nothing to): the raw rows are shuffled once, by it, for the per-series window, and every
-#: later grouping and window at executor level or finer is clustered by it already, so Spark shuffles
-#: none of them again (the per-executor ``intervals`` keep that partitioning in their cache).
-EXECUTOR = ("executor_id", *COMPONENT, "executor")
+EXECUTOR = (*COMPONENT, "executor")
 
 
 def _seconds(ts: str) -> Column:
@@ -81,34 +77,21 @@ def with_increments(samples: DataFrame, counters: Sequence[str] = COUNTERS) -> D
 
     A series' first sample has no interval (``dt``, ``increase`` null).
     """
-    # The window partitions on a 64-bit hash of the executor (``executor_id``) and orders by a 64-bit
-    # hash of the series, then time (sorting on six strings was the job's costliest step; partitioning
-    # by executor rather than by series lets ``source_intervals`` aggregate without a second shuffle).
-    # A row's predecessor counts only if both its series hash and a second, independent 32-bit hash
-    # match: two series whose 64-bit hashes collide (odds ~ n²/2⁶⁵) lose their intervals instead of
-    # mixing them.
-    w = Window.partitionBy("executor_id").orderBy("series_id", "ts")
+    # The window partitions on a 64-bit hash of the series (sorting on six strings is the job's
+    # costliest step); a second, independent 32-bit hash must match too, so two series whose 64-bit
+    # hashes collide (odds ~ n²/2⁶⁵) lose their intervals instead of mixing them.
+    w = Window.partitionBy("series_id").orderBy("ts")
     value, prev = F.col("value"), F.col("prev_value")
     is_counter = F.col("metric").isin(list(counters))
     has_prev = prev.isNotNull()
-    same = (F.col("prev_series") == F.col("series_id")) & (F.col("prev_check") == F.col("series_check"))
-    keyed = samples.select(
-        "*",
-        F.xxhash64(*EXECUTOR[1:]).alias("executor_id"),
-        F.xxhash64(*SERIES).alias("series_id"),
-        F.hash(*SERIES).alias("series_check"),
-    )
+    same = F.col("prev_check") == F.col("series_check")
+    keyed = samples.select("*", F.xxhash64(*SERIES).alias("series_id"), F.hash(*SERIES).alias("series_check"))
     lags = [F.lag(c).over(w).alias(f"prev_{c}") for c in ("ts", "value")]
     return (
-        keyed.select(
-            "*",
-            *lags,
-            F.lag("series_id").over(w).alias("prev_series"),
-            F.lag("series_check").over(w).alias("prev_check"),
-        )
+        keyed.select("*", *lags, F.lag("series_check").over(w).alias("prev_check"))
         .withColumn("prev_ts", F.when(same, F.col("prev_ts")))
         .withColumn("prev_value", F.when(same, F.col("prev_value")))
-        .drop("series_check", "prev_check", "prev_series")
+        .drop("series_check", "prev_check")
         .withColumn("dt", _seconds("ts") - _seconds("prev_ts"))
         .withColumn(
             "increase", F.when(is_counter & has_prev, F.when(value >= prev, value - prev).otherwise(value))
@@ -143,7 +126,7 @@ def source_intervals(
         return F.max(F.when(metric == name, F.col("value")))
 
     change = F.col("reset") | (metric.isin(list(gauges)) & F.col("changed"))
-    return stepped.groupBy(*EXECUTOR, "source", "ts").agg(
+    return stepped.groupBy(*COMPONENT, "executor", "source", "ts").agg(
         F.min(_seconds("prev_ts")).alias("start"),
         F.max(F.when(F.col("increase").isNotNull(), F.col("dt"))).alias("dt"),
         total((metric == EXECUTED) & data_stream & data_source).alias("executed"),
