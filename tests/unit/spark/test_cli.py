@@ -23,8 +23,11 @@ TREE = thesis("simple-tree")
 
 SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 ENTRY = Path(__file__).parents[3] / "spark" / "submit.py"
+#: How a user launches the job: the module with the single-process engine (no JVM: the engines agree,
+#: tests/unit/spark/test_rates.py), and spark-submit with Spark's (its master is
+#: spark-submit's). The same profiles must come out of both.
 LAUNCHERS = {
-    "python -m": [sys.executable, "-m", "stormscale.aggregation"],
+    "python -m": [sys.executable, "-m", "stormscale.aggregation", "--engine", "local"],
     "spark-submit": [str(SUBMIT), "--master", "local[2]", str(ENTRY)],
 }
 
@@ -47,8 +50,6 @@ def test_cli_writes_one_valid_profile_per_topology(launcher: str, tmp_path: Path
     argv = ["--samples", str(samples), "--structure", str(structures), "--output", str(out)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     command = [*LAUNCHERS[launcher], *argv, "--shuffle-partitions", "2"]
-    if launcher == "python -m":
-        command += ["--master", "local[2]"]  # under spark-submit, the master is spark-submit's
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir()) == ["diamond.json", "tree.json"]
