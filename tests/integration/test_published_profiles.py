@@ -11,7 +11,6 @@ without acting. One SparkSession serves the module (reused if the run already ha
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,9 +31,9 @@ from stormscale.planner import load_profile
 from stormscale.publish import cli
 from stormscale.publish.kube import FleetApi
 from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.integration.test_operator_api import (
     condition,
-    crd,  # noqa: F401 (the CRD fixture)
     deployment,
     events,
     eventually,
@@ -93,12 +92,10 @@ def stormtopology(namespace: str, budget: int = 2) -> dict[str, Any]:
 
 
 @pytest.fixture
-def namespace(control_plane: ControlPlane, crd: None) -> Iterator[str]:  # noqa: F811
-    name = f"pub-{secrets.token_hex(3)}"
-    control_plane.kubectl("create", "namespace", name)
-    control_plane.kubectl("apply", "-f", "-", stdin=deployment(name))
-    yield name
-    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+def namespace(control_plane: ControlPlane, stormtopology_crd: Path) -> Iterator[str]:
+    with scratch_namespace(control_plane, "pub") as name:
+        control_plane.kubectl("apply", "-f", "-", stdin=deployment(name))
+        yield name
 
 
 @pytest.fixture
