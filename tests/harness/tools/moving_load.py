@@ -304,13 +304,14 @@ def run_moving_load(stack: Stack, scenario: Scenario, load: MovingLoad, scaling:
 #: unit measured on the linear runs: bolt 3 12.0-13.6/s, bolt 2 19.5-23/s. At 7/s and a 70 % target
 #: Auto plans for 10/s: within one unit of every bolt with a 20 % margin (8/s at 60 %, 13.3/s, sat on
 #: bolt 3's capacity, and one CI run scaled out before the rise). At 16/s it plans for 22.9/s: two
-#: units on bolt 3 (24-27/s) and on bolt 2, budget 2. Measured (runs M3 and M4, docs/operator.md):
-#: the low load is planned 40 s into the run; the rise seen 80-110 s after it (a 90 s window must be
+#: units on bolt 3 (24-27/s) and on bolt 2, budget 2. Measured (runs M3-M5, docs/operator.md): the
+#: low load is planned 40 s into the run; the rise seen 80-111 s after it (a 90 s window must be
 #: steady past it), applied 40-50 s later, the topology stopped ~50 s by the rebalance, the lag
-#: peaked 180-250 s after the rise (1,426-2,011 records) and drained 330-440 s after it; the fall's
-#: scale-in decided 180-200 s after it. The phases leave each about a minute and a half more than
-#: the peak and the scale-in need: 60 s low, 360 s high, 285 s low again.
-LOAD = MovingLoad(low=7, high=16, low_s=60, high_s=360, fall_s=285)
+#: peaked 180-261 s after the rise (1,426-2,023 records) and drained 330-441 s after it; scale-in is
+#: wished ~95 s after the sinks settle at the low load (the fall, or the drain if later) and applied
+#: 180-241 s after the fall. The phases leave each about a minute and a half more than the lag's
+#: peak and the scale-in need: 60 s low, 390 s high, 315 s low again.
+LOAD = MovingLoad(low=7, high=16, low_s=60, high_s=390, fall_s=315)
 SCALING = AutoScaling(target_utilization=0.7)
 
 
