@@ -347,7 +347,7 @@ def printed(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
     return dict(zip(names, cells, strict=True))
 
 
-def test_the_sample_resources_are_valid(control_plane: ControlPlane, crd: None) -> None:
+def test_the_sample_resources_are_valid(control_plane: ControlPlane, stormtopology_crd: Path) -> None:
     existing = control_plane.kubectl("get", "namespaces", "-o", "name")
     if "namespace/streaming" not in existing.split():
         control_plane.kubectl("create", "namespace", "streaming")
