@@ -90,8 +90,11 @@ def operator(namespace: str) -> KopfRunner:
     return KopfRunner(args, timeout=120)
 
 
-def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
-    resource = {
+def resource(
+    namespace: str, budget: int = 2, metrics: dict[str, Any] | None = None, **scaling: Any
+) -> dict[str, Any]:
+    """The ``linear`` StormTopology (``metrics`` defaults to a Prometheus URL alone)."""
+    return {
         "apiVersion": "stormscale.io/v1alpha1",
         "kind": "StormTopology",
         "metadata": {"name": "linear", "namespace": namespace},
@@ -99,11 +102,14 @@ def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
             "topologyName": "linear",
             "nimbus": {"host": "127.0.0.1"},
             "workers": {"deployment": "linear-workers"},
-            "metrics": {"prometheus": "http://127.0.0.1:9090"},
+            "metrics": metrics or {"prometheus": "http://127.0.0.1:9090"},
             "scaling": {"budget": budget, "flowModel": "Drop", **scaling},
         },
     }
-    return json.dumps(resource)
+
+
+def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
+    return json.dumps(resource(namespace, budget, **scaling))
 
 
 def deployment(namespace: str, replicas: int = 4, cpu: str = "500m") -> str:

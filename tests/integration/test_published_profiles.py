@@ -40,6 +40,7 @@ from tests.integration.test_operator_api import (
     get,
     operator,
     replicas,
+    resource,
 )
 from tests.synthetic import samples as synthetic
 from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
@@ -76,19 +77,11 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, datet
     return folder / "samples.parquet", structures, start + timedelta(seconds=1200)
 
 
+PUBLISHED = {"prometheus": "http://127.0.0.1:9", "profile": "Published", "publishedMaxAge": "1h"}
+
+
 def stormtopology(namespace: str, budget: int = 2) -> dict[str, Any]:
-    return {
-        "apiVersion": "stormscale.io/v1alpha1",
-        "kind": "StormTopology",
-        "metadata": {"name": "linear", "namespace": namespace},
-        "spec": {
-            "topologyName": "linear",
-            "nimbus": {"host": "127.0.0.1"},
-            "workers": {"deployment": "linear-workers"},
-            "metrics": {"prometheus": "http://127.0.0.1:9", "profile": "Published", "publishedMaxAge": "1h"},
-            "scaling": {"budget": budget, "flowModel": "Drop"},
-        },
-    }
+    return resource(namespace, budget, metrics=PUBLISHED)
 
 
 @pytest.fixture
