@@ -79,6 +79,7 @@ def operator_profiler(stack: Stack, scenario: Scenario) -> tuple[PrometheusProfi
         policy.settle_s,
         workers=workers,
         pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
+        slots_per_pod=policy.spec.workers.slots_per_pod,
         demand=policy.spec.demand(),
     )
     return profiler, policy

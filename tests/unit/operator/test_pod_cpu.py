@@ -82,6 +82,26 @@ def test_k_executors_of_one_component_share_the_pod_by_k() -> None:
         assert rows[e, "cpu_limit_cores"] == [0.5]  # cAdvisor's quota/period (2 cores) over 4
 
 
+def test_a_unit_is_a_slots_share_so_a_lone_executor_in_a_two_slot_pod_may_read_busier_than_one() -> None:
+    """A 0.4-core pod with 2 slots runs one executor that used 0.3 cores over 10 s: its unit is the
+    slot's 0.2 cores, so it reads 1.5 busy (the aggregation's capacity per unit is its rate per 0.2
+    cores); one per slot, each reads its pod's busy fraction; more than the slots, each is 1/k."""
+
+    def busy(k: int, slots: int) -> float:
+        executors = [executor("split", t, "10.0.0.1") for t in range(3, 3 + k)]
+        joined = cpu_samples(
+            "t", executors, [pod("w-0", "10.0.0.1", 0.4)], {"w-0": usage(1.0, 4.0)}, slots_per_pod=slots
+        )
+        rows = by_executor(joined.rows)
+        used, limit = rows["[3-3]", "cpu_seconds_total"], rows["[3-3]", "cpu_limit_cores"]
+        return (used[1] - used[0]) / 10 / limit[0]
+
+    assert busy(1, 2) == pytest.approx(1.5)
+    assert busy(2, 2) == pytest.approx(0.75)
+    assert busy(4, 2) == pytest.approx(0.75)
+    assert busy(1, 1) == pytest.approx(0.75)
+
+
 def test_a_pod_shared_by_components_gives_nobody_its_cpu() -> None:
     executors = [executor("split", 3, "10.0.0.1"), executor("count", 4, "10.0.0.1")]
     joined = cpu_samples("t", executors, [pod("w-0", "10.0.0.1")], {"w-0": usage(1.0, 2.0)})

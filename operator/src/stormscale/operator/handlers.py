@@ -121,6 +121,7 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
             policy.settle_s,
             workers=(KubePods(api), namespace, policy.spec.workers.deployment),
             pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
+            slots_per_pod=policy.spec.workers.slots_per_pod,
             demand=policy.spec.demand(),
         ),
         status=status_store(),

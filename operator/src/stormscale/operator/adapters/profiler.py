@@ -143,6 +143,8 @@ class WorkerCpu:
     series: PodCpuSeries
     #: The spec's ``workers.podOverheadCPU`` in cores (see :func:`~stormscale.storm.samples.cpu_samples`).
     overhead_cores: float = 0.0
+    #: The spec's ``workers.slotsPerPod``: a unit is a slot's share of a pod's CPU.
+    slots_per_pod: int = 1
 
     def rows(self, topology: str, window: Window) -> list[Sample]:
         """Per-executor CPU rows of the sample contract (none where the join cannot place them)."""
@@ -160,7 +162,9 @@ class WorkerCpu:
             PodLoad(p.name, p.ip, pod_busy(series[p.name], p.cpu_limit_cores) if p.name in series else None)
             for p in pods
         )
-        joined = cpu_samples(topology, executors, pods, series, self.overhead_cores)
+        joined = cpu_samples(
+            topology, executors, pods, series, self.overhead_cores, slots_per_pod=self.slots_per_pod
+        )
         where = f"[{self.namespace}/{self.deployment}] {topology}"
         if joined.unmatched:
             LOG.info(
@@ -288,15 +292,16 @@ def prometheus_profiler(
     workers: tuple[Pods, str, str] | None = None,
     *,
     pod_overhead_cores: float = 0.0,
+    slots_per_pod: int = 1,
     demand: Mapping[str, Demand] | None = None,
 ) -> PrometheusProfiler:
     """The production wiring: the sample reader on ``url`` and Nimbus for the graph; with
     ``workers`` (the API server's pods, the namespace and the worker Deployment), busy time from the
-    worker pods' CPU less ``pod_overhead_cores`` per pod."""
+    worker pods' CPU less ``pod_overhead_cores`` per pod, a unit being one of its ``slots_per_pod``."""
     reader, graphs = SampleReader(url), NimbusGraphs(nimbus)
     cpu = (
         None
         if workers is None
-        else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader, pod_overhead_cores)
+        else WorkerCpu(workers[1], workers[2], workers[0], graphs, reader, pod_overhead_cores, slots_per_pod)
     )
     return PrometheusProfiler(reader, graphs, step_s, settle_s, cpu=cpu, demand=dict(demand or {}))

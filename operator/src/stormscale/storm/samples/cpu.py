@@ -17,9 +17,17 @@ The join, and the choices made where the design left room:
   component: every worker runs them, and their CPU (acking, heartbeats, metrics) is overhead of the
   component the worker serves, which is charged with it (the busy fraction errs high, the capacity
   low, never the other way).
-* **k executors of one component in one pod** share its CPU: each gets the pod's counter / k and its
-  limit / k, so Δcpu / dt / limit is the pod's busy fraction for each of them and the aggregation's
-  capacity (R / (n · b_max)) counts a unit as 1/k of the pod.
+* **A unit is a slot's share of the pod.** With S slots per pod (the spec's ``workers.slotsPerPod``)
+  and k executors of one component on it, each executor gets the pod's counter / k and the limit
+  / max(k, S)::
+
+      b_e = (Δcpu / k) / dt / (limit / max(k, S))
+
+  so the aggregation's capacity R / (n · b_max) is the rate per slot's CPU (limit / S) whenever the
+  pod runs at most S executors, the unit the planner sizes in. A lone executor in a 2-slot pod may
+  then read busy up to 2: it uses the CPU of the slot left empty, which a second unit would not get.
+  With more executors than slots (the container level adds executors into a worker), each is 1/k of
+  the pod, as with S = 1.
 * **The limit** is ``container_spec_cpu_quota / container_spec_cpu_period`` at the same step where
   cAdvisor has it, else the pod spec's ``resources.limits.cpu``; a pod with neither gets no rows (a
   busy fraction needs a limit).
@@ -92,6 +100,8 @@ def cpu_samples(
     pods: Sequence[Pod],
     cpu: Mapping[str, PodCpu],
     overhead_cores: float = 0.0,
+    *,
+    slots_per_pod: int = 1,
 ) -> CpuRows:
     """Per-executor CPU rows of ``topology`` (see the module's docstring for the join's rules)."""
     placed: dict[str, list[Executor]] = defaultdict(list)
@@ -117,7 +127,13 @@ def cpu_samples(
         if series is None:
             continue
         pod_rows = _pod_rows(
-            topology, components[0], on_pod, by_name[name], series, overhead_cores=overhead_cores
+            topology,
+            components[0],
+            on_pod,
+            by_name[name],
+            series,
+            overhead_cores=overhead_cores,
+            slots_per_pod=slots_per_pod,
         )
         if pod_rows is None:
             no_limit.append(name)
@@ -134,10 +150,12 @@ def _pod_rows(
     series: PodCpu,
     *,
     overhead_cores: float,
+    slots_per_pod: int,
 ) -> list[Sample] | None:
-    """Each executor's share (1/k) of the pod's counter and limit, less the pod's overhead, at every
-    step with a limit above the overhead."""
+    """Each executor's share of the pod's counter (1/k) and limit (1/max(k, S)), less the pod's
+    overhead, at every step with a limit above the overhead."""
     k = len(executors)
+    shares = max(k, slots_per_pod)
     rows = []
     for ts_ms, used in less_overhead(series.usage, overhead_cores):
         limit = series.limit.get(ts_ms)
@@ -148,7 +166,7 @@ def _pod_rows(
         for e in executors:
             rows.append(Sample(ts_ms, topology, component, e.id, CPU_SECONDS, "", "", used / k))
             rows.append(
-                Sample(ts_ms, topology, component, e.id, CPU_LIMIT, "", "", (limit - overhead_cores) / k)
+                Sample(ts_ms, topology, component, e.id, CPU_LIMIT, "", "", (limit - overhead_cores) / shares)
             )
     return rows
 
