@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from stormscale.operator.status import AutoscalerState, timestamp
+from stormscale.operator.status import AutoscalerState, seconds_since, timestamp
 from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan
 
 
@@ -65,13 +65,6 @@ class Decision:
     reason: str
 
 
-def _seconds_since(text: str | None, now: datetime) -> float:
-    if not text:
-        return float("inf")
-    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
-    return (now - then).total_seconds()
-
-
 def decide(
     current: int,
     needed: int,
@@ -82,7 +75,7 @@ def decide(
     scale_in_delay_s: float,
 ) -> Decision:
     """Move from ``current`` towards ``needed`` under cooldown and delayed scale-in."""
-    cooled = _seconds_since(state.last_scale_time, now) >= cooldown_s
+    cooled = seconds_since(state.last_scale_time, now) >= cooldown_s
     kept = state.model_copy(update={"scale_in_since": None})
     if needed > current:
         if not cooled:
@@ -92,7 +85,7 @@ def decide(
     if needed == current:
         return Decision(current, kept.model_copy(update={"desired_budget": current}), "Sized")
     since = state.scale_in_since or timestamp(now)
-    waited = _seconds_since(since, now) >= scale_in_delay_s
+    waited = seconds_since(since, now) >= scale_in_delay_s
     if waited and cooled:
         scaled = {"desired_budget": needed, "last_scale_time": timestamp(now)}
         return Decision(needed, kept.model_copy(update=scaled), "ScaleIn")

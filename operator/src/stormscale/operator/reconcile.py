@@ -3,7 +3,9 @@
 The decision is a function of the spec, the status and what the ports report; applying it *sets*
 replicas and executor counts, never adds to them, so a crash between the two writes converges on the
 next pass. The plan being applied is written to ``status.pending`` before the first write, so the pass
-after a crash finishes that plan instead of planning anew.
+after a crash finishes that plan instead of planning anew. Storm is not trusted to run what it
+accepted: a rebalance it forgot (a Nimbus restart, STORM-3516) is asked for again, at most
+:data:`MAX_REBALANCES` times in all (see :func:`_rebalance`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from stormscale.operator.status import (
     Predicted,
     Reason,
     StormTopologyStatus,
+    seconds_since,
     timestamp,
 )
 from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan
@@ -49,6 +52,16 @@ from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make
 AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
+#: Rebalance requests for one pending plan, the first included: Storm running other executors or
+#: workers than asked for after the last one had time to finish is asked again, up to this many.
+MAX_REBALANCES = 3
+#: Seconds past the rebalance's wait before Storm's executors are judged: Nimbus schedules the new
+#: assignment right after the wait (the next pass comes RETRY_REBALANCE_S after a request anyway).
+REBALANCE_GRACE_S = 10.0
+#: Seconds past the wait after which a topology still REBALANCING is reported stalled: a restarted
+#: Nimbus re-arms the wait once it leads again (tens of seconds), one that lost the delayed
+#: rebalance never ends it (STORM-3516, fixed in Storm 2.1).
+REBALANCE_STALL_S = 120.0
 OPTIMAL_TIME_LIMIT_S = 10.0
 LOG = logging.getLogger("stormscale.operator")
 
@@ -331,7 +344,7 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         seen = sized
     budget = seen.budget
     if pending and pending.budget == budget:
-        return _apply(seen, dict(pending.units))
+        return _apply(seen, pending)
     st.status.pending = None
     if _converged(st.status, budget, storm, workers, spec.workers.slots_per_pod):
         st.healthy()
@@ -343,18 +356,24 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
     return _plan_and_apply(seen, baseline, measured)
 
 
+#: Degraded reasons that end an apply for good: held until the spec (or Auto's budget) changes.
+GIVEN_UP = (Reason.APPLY_REFUSED, Reason.REBALANCE_NOT_APPLIED)
+
+
 def refused_before(status: StormTopologyStatus, generation: int, budget: int) -> bool:
-    """Whether applying ``budget`` was refused already for this very spec (generation).
+    """Whether applying ``budget`` was refused (or Storm ignored every rebalance of it) already for
+    this very spec (generation).
 
     A refusal is, by the ports' contract, not mended by retrying: re-planning and re-applying every
     pass only scaled the Deployment up and down and posted a Warning each time. Held until the spec
-    changes (a new generation) or the budget to apply does (Auto mode under another load).
+    changes (a new generation) or the budget to apply does (Auto mode under another load). The same
+    holds once :data:`MAX_REBALANCES` rebalances were accepted and none ran.
     """
     degraded, plan = status.condition(DEGRADED), status.last_plan
     return (
         degraded is not None
         and degraded.status == "True"
-        and degraded.reason == Reason.APPLY_REFUSED
+        and degraded.reason in GIVEN_UP
         and degraded.observed_generation == generation
         and plan is not None
         and plan.budget == budget
@@ -365,8 +384,9 @@ def _hold_refused(seen: _Pass) -> Outcome:
     """The refused apply stays refused: no plan, no write but the scale back, no new Warning."""
     st = seen.st
     degraded = st.status.condition(DEGRADED)
+    reason = Reason(degraded.reason) if degraded is not None else Reason.APPLY_REFUSED
     message = degraded.message if degraded is not None else "apply refused"
-    return _refused(seen, message, seen.workers.replicas)
+    return _refused(seen, message, seen.workers.replicas, reason)
 
 
 def _refresh_baseline(st: _Book, storm: StormTopologyState) -> None:
@@ -512,7 +532,7 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         st.set(READY, True, Reason.RECOMMENDED, f"Plan for budget {seen.budget} recommended, not applied")
         return Outcome(st.status)
     target = {cid: start[cid] + plan.allocation.get(cid, 0) for cid in start}
-    st.status.pending = PendingApply(
+    pending = st.status.pending = PendingApply(
         budget=seen.budget,
         units=target,
         replicas=replicas_for(target, policy.spec.workers.slots_per_pod),
@@ -524,13 +544,14 @@ def _plan_and_apply(seen: _Pass, baseline: dict[str, int], measured: MeasuredPro
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, str(err))
     except RefusedError as err:
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
-    return _apply(seen, target)
+    return _apply(seen, pending)
 
 
-def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
-    """Make it so: replicas, then one rebalance, then verify (on a later pass if Storm is busy)."""
+def _apply(seen: _Pass, pending: PendingApply) -> Outcome:
+    """Make it so: replicas, then one rebalance, then verify (on a later pass if Storm is busy).
+    ``pending`` is the saved intent (``status.pending``), which records the rebalance requests."""
     resource, spec, st, ports = seen.resource, seen.policy.spec, seen.st, seen.ports
-    workers, storm = seen.workers, seen.storm
+    workers, storm, target = seen.workers, seen.storm, dict(pending.units)
     replicas = replicas_for(target, spec.workers.slots_per_pod)
     st.healthy()
     now_replicas = workers.replicas
@@ -539,8 +560,8 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
             ports.deployments.scale(resource.namespace, spec.workers.deployment, replicas)
             now_replicas = replicas
         if storm.status == "REBALANCING":
-            return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
-        if dict(storm.executors) != target:
+            return _rebalancing(seen, pending)
+        if not runs(storm, target):
             if not storm.slots_for(sum(target.values())):
                 # Storm would put two executors in one worker (Even scheduler: slots used = min(workers,
                 # free slots)) and keep them there once the late pods' Supervisors register.
@@ -549,10 +570,7 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
                     f"needed, {storm.free_slots} free + {storm.workers} held"
                 )
                 return _progressing(st, Reason.WAITING_FOR_SLOTS, message)
-            ports.nimbus.rebalance(spec.topology_name, target, sum(target.values()), REBALANCE_WAIT_SECS)
-            return _progressing(
-                st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested"
-            )
+            return _rebalance(seen, pending, now_replicas)
     except RefusedError as err:
         return _refused(seen, str(err), now_replicas)
     except UnavailableError as err:
@@ -560,8 +578,77 @@ def _apply(seen: _Pass, target: dict[str, int]) -> Outcome:
     return _verified(st, seen.budget, target)
 
 
-def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
-    """Storm or Kubernetes refused the apply: forget the plan and scale the Deployment back.
+def runs(storm: StormTopologyState, target: Mapping[str, int]) -> bool:
+    """Whether Storm runs what a rebalance to ``target`` asks for: those executors per component, on
+    one worker per unit (the rebalance's ``num_workers``)."""
+    return dict(storm.executors) == dict(target) and storm.workers == sum(target.values())
+
+
+def _rebalancing(seen: _Pass, pending: PendingApply) -> Outcome:
+    """Storm reports REBALANCING: wait, unless it has for :data:`REBALANCE_STALL_S` past our last
+    request's wait; then say so (``Degraded/RebalanceStalled``) and keep the plan pending. Nimbus
+    refuses a rebalance while one is pending, so asking again cannot help; Storm finishing it later
+    is verified as usual."""
+    st = seen.st
+    waited = seconds_since(pending.last_rebalance, st.now)
+    if pending.last_rebalance and waited > REBALANCE_WAIT_SECS + REBALANCE_STALL_S:
+        message = (
+            f"Storm has been rebalancing topology {seen.policy.spec.topology_name} for {waited:.0f}s since "
+            f"the request (wait {REBALANCE_WAIT_SECS}s): Nimbus may have lost the delayed rebalance "
+            "(STORM-3516); the plan stays pending"
+        )
+        return st.degraded(Reason.REBALANCE_STALLED, message)
+    return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
+
+
+def _rebalance(seen: _Pass, pending: PendingApply, replicas: int) -> Outcome:
+    """Ask Storm to run ``target``: once, and again while it runs something else after the last
+    request had its wait and :data:`REBALANCE_GRACE_S` (Nimbus accepted it and lost it: a restart
+    between the request and its delayed execution, STORM-3516). A rebalance *sets* every component's
+    executors and the worker count, so asking again is safe. A request again is recorded in
+    ``status.pending`` before it is made (intent first) and announced by one Warning. Only requests
+    Nimbus may have accepted count: one that failed as unavailable (Nimbus down) is not, and is
+    retried after that reason's delay like any other. After :data:`MAX_REBALANCES` requests the
+    plan is given up like a refused one
+    (``Degraded/RebalanceNotApplied``: the Deployment back to what Storm runs, held until the spec
+    changes)."""
+    st, storm, spec, target = seen.st, seen.storm, seen.policy.spec, dict(pending.units)
+    asked = pending.rebalances or 0
+    since = seconds_since(pending.last_rebalance, st.now)
+    wanted = f"{_units_text(target)} on {sum(target.values())} workers"
+    ran = f"{_units_text(storm.executors)} on {storm.workers} workers"
+    if asked and since < REBALANCE_WAIT_SECS + REBALANCE_GRACE_S:
+        message = f"Rebalance to {wanted} requested {since:.0f}s ago"
+        return _progressing(st, Reason.REBALANCE_REQUESTED, message)
+    if asked >= MAX_REBALANCES:
+        message = f"Storm accepted {asked} rebalances to {wanted} and runs {ran}: none was applied"
+        return _refused(seen, message, replicas, Reason.REBALANCE_NOT_APPLIED)
+    before = pending.rebalances, pending.last_rebalance
+    pending.rebalances, pending.last_rebalance = asked + 1, timestamp(st.now)
+    if asked:
+        try:  # intent first: a crash from here on counts this request
+            seen.ports.status.save(seen.resource.namespace, seen.resource.name, st.status)
+        except (UnavailableError, RefusedError) as err:
+            return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
+    try:
+        seen.ports.nimbus.rebalance(spec.topology_name, target, sum(target.values()), REBALANCE_WAIT_SECS)
+    except UnavailableError:
+        pending.rebalances, pending.last_rebalance = before  # not accepted: Nimbus is down, try later
+        raise
+    if asked:
+        message = (
+            f"Storm runs {ran} {since:.0f}s after the rebalance to {wanted}: asked again "
+            f"({asked + 1} of {MAX_REBALANCES})"
+        )
+        st.events.append(("Warning", Reason.REBALANCE_REISSUED, message))
+    again = f" again ({asked + 1} of {MAX_REBALANCES})" if asked else ""
+    message = f"Rebalance to {_units_text(target)} requested{again}"
+    return _progressing(st, Reason.REBALANCE_REQUESTED, message)
+
+
+def _refused(seen: _Pass, message: str, replicas: int, reason: Reason = Reason.APPLY_REFUSED) -> Outcome:
+    """Storm or Kubernetes refused the apply (or Storm ran none of the rebalances it accepted): forget
+    the plan and scale the Deployment back.
 
     Back to the pods the units Storm runs need, rather than keeping the new ones for a retry: a
     refusal is not mended by retrying (:func:`refused_before` holds it until the spec changes), and
@@ -572,16 +659,16 @@ def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
     st.status.pending = None
     running = replicas_for(storm.executors, spec.workers.slots_per_pod)
     if replicas == running:
-        return st.degraded(Reason.APPLY_REFUSED, message)
+        return st.degraded(reason, message)
     try:
         seen.ports.deployments.scale(resource.namespace, spec.workers.deployment, running)
     except (RefusedError, UnavailableError) as err:
-        outcome = st.degraded(Reason.APPLY_REFUSED, message)
+        outcome = st.degraded(reason, message)
         LOG.warning(
             "[%s/%s] scaling back to %d replicas failed: %s", resource.namespace, resource.name, running, err
         )
         return Outcome(outcome.status, RETRY_AFTER[Reason.APPLY_UNAVAILABLE])
-    return st.degraded(Reason.APPLY_REFUSED, message)
+    return st.degraded(reason, message)
 
 
 def _progressing(st: _Book, reason: Reason, message: str) -> Outcome:

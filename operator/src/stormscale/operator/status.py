@@ -44,6 +44,8 @@ class Reason(StrEnum):
     PLANNING_FAILED = "PlanningFailed"
     APPLY_REFUSED = "ApplyRefused"
     APPLY_UNAVAILABLE = "ApplyUnavailable"
+    REBALANCE_NOT_APPLIED = "RebalanceNotApplied"
+    REBALANCE_STALLED = "RebalanceStalled"
     INVALID_SPEC = "InvalidSpec"
     INVALID_STATUS = "InvalidStatus"
     INTERNAL_ERROR = "InternalError"
@@ -62,6 +64,7 @@ class Reason(StrEnum):
     # Events only
     SCALING_APPLIED = "ScalingApplied"
     BASELINE_REFRESHED = "BaselineRefreshed"
+    REBALANCE_REISSUED = "RebalanceReissued"
 
 
 #: Seconds until a degraded resource is looked at again; ``None``: only a change of the spec (or of
@@ -71,6 +74,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.WORKERS_NOT_FOUND: None,
     Reason.NO_CPU_LIMIT: None,
     Reason.APPLY_REFUSED: None,
+    Reason.REBALANCE_NOT_APPLIED: None,
     Reason.INVALID_SPEC: None,
     Reason.KUBERNETES_UNAVAILABLE: RETRY_WAITING_S,
     Reason.HPA_CONFLICT: RETRY_WAITING_S,
@@ -82,6 +86,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.DEMAND_UNKNOWN: RETRY_WAITING_S,
     Reason.INVALID_PROFILE: RETRY_WAITING_S,
     Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
+    Reason.REBALANCE_STALLED: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
     Reason.KUBERNETES_REFUSED: 5 * RETRY_WAITING_S,
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
@@ -93,6 +98,14 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
 def timestamp(now: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, as Kubernetes writes times."""
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds_since(text: str | None, now: datetime) -> float:
+    """Seconds from the time :func:`timestamp` wrote to ``now`` (infinite when there is none)."""
+    if not text:
+        return float("inf")
+    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
+    return (now - then).total_seconds()
 
 
 class _Status(BaseModel):
@@ -111,12 +124,19 @@ class Condition(_Status):
 
 
 class PendingApply(_Status):
-    """The plan being applied, saved before the first write (the intent a crash resumes)."""
+    """The plan being applied, saved before the first write (the intent a crash resumes).
+
+    ``rebalances`` counts the rebalance requests made for it and ``last_rebalance`` is when the last
+    one was made: Storm may accept a rebalance and never run it (a Nimbus restart lost it, STORM-3516),
+    so a pass that finds other executors or workers than asked for, once the last request had time to
+    finish, asks again, a bounded number of times (reconcile's ``MAX_REBALANCES``)."""
 
     budget: int
     units: dict[str, int]
     replicas: int
     since: str
+    rebalances: int | None = None
+    last_rebalance: str | None = None
 
 
 class Predicted(_Status):
