@@ -1,33 +1,90 @@
-"""The operator SIGKILLed at random moments of an apply, on the real API server (issue 17, item 2):
-every run converges to the budget, nothing is added twice, one ``ScalingApplied`` per budget. A few
-runs here; ``make bench-faults`` runs 20 and prints the fault table (tests/harness/tools/operator_faults.py
-says what a run does and checks)."""
+"""Faults of real parts while the operator applies a budget (issue 17, item 2), on the real API server
+with the operator as a real ``kopf run`` process: the operator SIGKILLed, the API server restarted,
+Nimbus restarted losing the rebalance in its wait, Nimbus losing every rebalance, Prometheus stopped,
+the metrics stale. Every run converges to its budget, adds nothing twice and posts one
+``ScalingApplied``; a few runs of each here, ``make bench-faults`` runs 20 of each and prints the fault
+table (tests/harness/tools/operator_faults.py and metrics_faults.py say what a run does and checks)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
 
+from stormscale.operator.reconcile import MAX_REBALANCES
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.process import new_run_dir
+from tests.harness.tools import metrics_faults
 from tests.harness.tools import operator_faults as faults
+from tests.harness.tools.operator_faults import Fault
 
 pytestmark = [pytest.mark.integration]
 
 RUNS = int(os.environ.get("STORMSCALE_FAULT_RUNS", "4"))
 
 
-def test_a_killed_operator_converges_on_restart_and_adds_nothing_twice(
-    control_plane: ControlPlane, kube_api: client.ApiClient
-) -> None:
-    with faults.fault_bed(control_plane, kube_api) as fakes:
-        runs = faults.run_kills(
-            control_plane, kube_api, fakes, new_run_dir("faults-"), runs=RUNS, seed=17, progress=print
-        )
+@pytest.fixture(scope="module")
+def bed(control_plane: ControlPlane, kube_api: client.ApiClient) -> Iterator[faults.Bed]:
+    with faults.fault_bed(control_plane, kube_api, new_run_dir("faults-")) as shared:
+        yield shared
+
+
+def check(runs: list[faults.FaultRun], count: int) -> None:
     print("\n" + faults.fault_table(runs))
-    assert len(runs) == RUNS
-    assert {r.budget for r in runs} == set(faults.BUDGETS)  # out and in
+    assert len(runs) == count
     for run in runs:
         assert not run.problems, faults.line(run)
+
+
+def test_a_killed_operator_converges_on_restart_and_adds_nothing_twice(bed: faults.Bed) -> None:
+    runs = faults.run_faults(bed, Fault.OPERATOR_KILL, runs=RUNS, seed=17, progress=print)
+    check(runs, RUNS)
+    assert {r.budget for r in runs} == set(faults.BUDGETS)  # out and in
+
+
+def test_an_api_server_restart_mid_apply_is_lived_through_and_converges(bed: faults.Bed) -> None:
+    """The same operator process throughout (a run whose operator exits fails), its watch delivers a
+    spec change after the restart, and the apply converges once the API server is back."""
+    runs = faults.run_faults(bed, Fault.APISERVER_RESTART, runs=2, seed=18, progress=print)
+    check(runs, 2)
+    assert {r.budget for r in runs} == set(faults.BUDGETS)
+    assert all(r.watch_s is not None and r.watch_s < faults.WATCH_S for r in runs)
+
+
+def test_a_nimbus_restart_that_loses_the_rebalance_in_its_wait_gets_it_asked_again(bed: faults.Bed) -> None:
+    """Storm's own STORM-3516: the rebalance accepted, Nimbus restarts in its wait and forgets it; the
+    operator finds Storm running the old executors and asks again, once."""
+    (run,) = faults.run_faults(bed, Fault.NIMBUS_RESTART, runs=1, seed=19, at_request=True, progress=print)
+    check([run], 1)
+    assert run.phase == faults.NIMBUS_PHASES[1]  # the fault did hit the rebalance's wait
+    assert run.after.rebalanced_since_apply == 2
+    assert run.reasons.get("RebalanceReissued") == 1
+
+
+def test_a_nimbus_that_runs_no_rebalance_is_asked_a_bounded_number_of_times_then_held(
+    bed: faults.Bed,
+) -> None:
+    """Every rebalance accepted and lost: MAX_REBALANCES requests (the count survives in the stored
+    status), then Degraded/RebalanceNotApplied with the Deployment scaled back and no request more
+    while held; mended and the spec changed, the budget is applied."""
+    (run,) = faults.run_faults(bed, Fault.NIMBUS_LOSES, runs=1, seed=20, progress=print)
+    check([run], 1)
+    assert run.during == "RebalanceNotApplied"
+    assert run.after.rebalanced_since_apply == MAX_REBALANCES + 1
+
+
+@pytest.fixture(scope="module")
+def mbed(control_plane: ControlPlane, kube_api: client.ApiClient) -> Iterator[metrics_faults.MetricsBed]:
+    with metrics_faults.metrics_bed(control_plane, kube_api, new_run_dir("faults-metrics-")) as shared:
+        yield shared
+
+
+@pytest.mark.parametrize("fault", [Fault.PROMETHEUS_STOP, Fault.METRICS_STALE])
+def test_without_fresh_metrics_nothing_is_done_the_reason_is_named_and_it_recovers(
+    mbed: metrics_faults.MetricsBed, fault: Fault
+) -> None:
+    runs = metrics_faults.run_metrics_faults(mbed, fault, runs=1, progress=print)
+    check(runs, 1)
+    assert runs[0].during == metrics_faults.EXPECTED[fault]
