@@ -168,3 +168,12 @@ def test_a_topology_rebalancing_long_past_the_wait_is_reported_stalled_with_the_
     done = at(w, again.status, 190)
     assert conditions(done)["Ready"] == ("True", "Applied")
     assert reasons(w) == [("Warning", "RebalanceStalled"), ("Normal", "ScalingApplied")]
+
+
+def test_a_topology_already_running_the_target_keeps_the_workers_it_was_submitted_with() -> None:
+    """Workers are checked against a rebalance the operator asked for, not imposed at budget 0: a
+    topology of four executors submitted on one worker is verified as it runs."""
+    w = world(workers=1)
+    done = run(w, policy(budget=0))
+    assert conditions(done)["Ready"] == ("True", "Applied")
+    assert rebalances(w) == []

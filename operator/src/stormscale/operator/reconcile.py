@@ -561,7 +561,7 @@ def _apply(seen: _Pass, pending: PendingApply) -> Outcome:
             now_replicas = replicas
         if storm.status == "REBALANCING":
             return _rebalancing(seen, pending)
-        if not runs(storm, target):
+        if not runs(storm, target, asked=bool(pending.rebalances)):
             if not storm.slots_for(sum(target.values())):
                 # Storm would put two executors in one worker (Even scheduler: slots used = min(workers,
                 # free slots)) and keep them there once the late pods' Supervisors register.
@@ -578,10 +578,13 @@ def _apply(seen: _Pass, pending: PendingApply) -> Outcome:
     return _verified(st, seen.budget, target)
 
 
-def runs(storm: StormTopologyState, target: Mapping[str, int]) -> bool:
-    """Whether Storm runs what a rebalance to ``target`` asks for: those executors per component, on
-    one worker per unit (the rebalance's ``num_workers``)."""
-    return dict(storm.executors) == dict(target) and storm.workers == sum(target.values())
+def runs(storm: StormTopologyState, target: Mapping[str, int], *, asked: bool) -> bool:
+    """Whether Storm runs ``target``: those executors per component and, once the operator has asked
+    for a rebalance to it (``asked``), on the workers that rebalance asked for, one per unit. (Before,
+    the workers are the user's: a topology whose executors already are the target, at budget 0 say,
+    is left on the workers it was submitted with.)"""
+    executors = dict(storm.executors) == dict(target)
+    return executors and (not asked or storm.workers == sum(target.values()))
 
 
 def _rebalancing(seen: _Pass, pending: PendingApply) -> Outcome:
