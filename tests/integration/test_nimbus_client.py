@@ -31,8 +31,8 @@ PROPS = {"topology.name": NAME, "max.tasks": 3, "c1.tasks": 2, "c1.rate": 20}
 COSTS = {"c2.cost_us": 300, "c3.cost_us": 300, "c4.cost_us": 300}
 REBALANCE_WAIT_S = 3
 SETTLE_S = 30.0
-#: Long enough to crash Nimbus inside the wait.
-RESTART_WAIT_S = 10
+#: Long enough to crash Nimbus inside the wait (the crash follows the request within a second).
+RESTART_WAIT_S = 5
 
 
 @pytest.fixture(scope="module")

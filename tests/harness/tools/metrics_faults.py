@@ -6,7 +6,7 @@ in :mod:`tests.harness.tools.operator_faults`; the fake Nimbus running one topol
 a 500/s spout, bolts of 400, 250 and 900 tuples/s per unit, their stats the backpressure model's);
 the project's real exporter reading that Nimbus; and the real Prometheus (Debian's, from
 ``tests/harness/prometheus``) scraping the exporter every second. The StormTopology measures over a
-:data:`METRICS` window of 20 s at 2 s steps (newest sample at most 6 s old) and names the spout's
+:data:`METRICS` window of 16 s at 2 s steps (newest sample at most 6 s old) and names the spout's
 demand (``vector(500)``: the spout is throttled by bolt 3, so its emitted rate is not its demand).
 
 One run (:func:`run_metrics_faults`): the part stops (``prometheus-stop``: Prometheus itself, so the
@@ -52,16 +52,17 @@ from tests.harness.tools.operator_faults import (
 )
 
 NAMESPACE = "faults-metrics"
-METRICS = {"window": "20s", "step": "2s", "settle": "4s", "maxAge": "6s"}
-WINDOW_S = 20.0
+METRICS = {"window": "16s", "step": "2s", "settle": "4s", "maxAge": "6s"}
+WINDOW_S = 16.0
 MAX_AGE_S = 6.0
 #: The spout's demand: the profile's 500 tuples/s (a Kafka topic's append rate in production).
 DEMAND = [{"name": "1", "demandQuery": "vector(500)"}]
 SCRAPE_S = 1
 #: ``metrics-stale``: the apply comes this long after the exporter stopped (newest sample > maxAge).
 STALE_AFTER_S = MAX_AGE_S + 2 * SCRAPE_S
-#: How long the operator is watched while the part is down: its spec pass and two timer passes.
-OBSERVE_S = 12.0
+#: How long the operator is watched while the part is down: its spec pass and a timer pass (each ends
+#: Degraded and is looked at again 30 s later, when the part is back and the window clean again).
+OBSERVE_S = 6.0
 EXPECTED = {Fault.PROMETHEUS_STOP: "MetricsUnavailable", Fault.METRICS_STALE: "StaleMetrics"}
 PHASE = "before the apply"
 

@@ -67,8 +67,8 @@ CONVERGE_S = 90.0
 WATCH_S = 10.0
 APISERVER_DOWN_S = (1.0, 5.0)
 NIMBUS_DOWN_S = (3.0, 10.0)
-#: ``nimbus-loses``: how long the operator must stay quiet once it gave up (three timer passes).
-HOLD_S = 3 * INTERVAL_S
+#: ``nimbus-loses``: how long the operator must stay quiet once it gave up (two timer passes).
+HOLD_S = 2 * INTERVAL_S
 BUDGETS = (1, 2)
 
 
@@ -412,7 +412,7 @@ def next_budget(applied: int | None) -> int:
 def ensure_ready(bed: Bed, operator: Daemon) -> None:
     """The resource exists and is Ready (budget 0 as submitted, the first time)."""
     custom = client.CustomObjectsApi(bed.api)
-    found = custom.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL)["items"]
+    found = custom.list_namespaced_custom_object(GROUP, VERSION, bed.namespace, PLURAL)["items"]
     if not found:
         bed.apply_budget(0)
     if wait_for(lambda: bed.observe().ready, CONVERGE_S, operator) is None:
