@@ -8,9 +8,10 @@ the CRD and the operator as a real ``kopf run`` process; Storm behind the light 
 behind a fake for the Storm and API-server faults, the real one (scraping the project's exporter) for
 the metrics faults. The faults and each run's checks are described in
 :mod:`tests.harness.tools.operator_faults` and :mod:`tests.harness.tools.metrics_faults`
-(tests/integration/test_operator_faults.py runs a few of each in ``make test``). About 35 s a run
-(``nimbus-loses`` about 80 s): 20 runs of all six, about 75 minutes. Writes ``bench/out/faults.json``
-(every run).
+(tests/integration/test_operator_faults.py runs a few of each in ``make test``, ``nimbus-loses``
+aside). A run takes about 16 s (``operator-kill``), 35-55 s (``apiserver-restart``,
+``nimbus-restart``, ``prometheus-stop``, ``metrics-stale``) or 77 s (``nimbus-loses``): 20 runs of
+all six, about 95 minutes. Writes ``bench/out/faults.json`` (every run).
 """
 
 from __future__ import annotations
