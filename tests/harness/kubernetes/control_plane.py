@@ -110,6 +110,7 @@ class ControlPlane:
     def start(self) -> ControlPlane:
         """Start the three daemons in order and wait for each; on failure stop all and raise."""
         try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
             self._write_credentials()
             self._start(self._etcd(), self._etcd_ready)
             self._start(self._apiserver(), self._apiserver_ready)
