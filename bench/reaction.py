@@ -457,7 +457,9 @@ class Dip:
         after = [b for b in series if b.start >= self.applied_at - 1e-9]
         new = mean_rate(series, end - self.steady_after_s, end)
         recovered = back_at(series, self.centre, steady)
-        settled = settled_at(series, self.applied_at, new)
+        # the new rate is looked for from the rebalance on: before it the sink still runs at the old
+        # rate, which a run too short to see the new one took for it (apply → "settled" in 1.3 s)
+        settled = settled_at(series, self.centre, new)
         return {
             "steady_before": steady,
             "min_after": min((b.rate for b in after), default=math.nan),
@@ -761,7 +763,7 @@ def _apply_line(pair: Sequence[Apply]) -> str:
 DIP_NAMESPACE = "reaction-dip"
 TICK_S = 5.0
 #: After the rebalance, at least this long is recorded (a late rebalance waits for the new pod's slot).
-AFTER_REBALANCE_S = 90.0
+AFTER_REBALANCE_S = 180.0
 
 
 def rebalance_pass(passes: Sequence[fleet.Pass], after: float) -> float | None:

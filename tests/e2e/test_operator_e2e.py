@@ -248,7 +248,9 @@ def test_auto_scales_out_within_a_cooldown_of_the_rise_and_catches_up_in_two_ste
     assert figures["scale_out_decided_s"] <= SCALING.cooldown_s, figures
     assert figures["converged_s"] is not None, figures  # the sinks keep up with the produced rate
     assert 1 <= figures["steps_before_converged"] <= 2, figures
-    assert figures["drained_s"] is not None, figures  # the lag stopped growing and drained, before the fall
+    assert figures["peak_lag_s"] is not None, figures
+    assert figures["peak_lag_s"] < auto.load.high_s, figures  # the lag stopped growing under the high load
+    assert figures["drained_s"] is not None, figures  # and drained, before Auto scaled in
 
 
 def test_auto_scales_in_only_after_the_scale_in_delay(auto: AutoReport) -> None:

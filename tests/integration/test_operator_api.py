@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,12 +25,12 @@ from stormscale.operator.policy import Policy
 from stormscale.operator.ports import Ports, UnavailableError
 from stormscale.planner import load_profile
 from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).parents[2]
-CRD = REPO / "crds" / "stormtopologies.stormscale.io.yaml"
 LINEAR = load_profile(REPO / "examples" / "profiles" / "thesis-linear.json")
 
 
@@ -47,20 +46,10 @@ def eventually(check: Callable[[], Any], timeout_s: float = 60, what: str = "con
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    control_plane.kubectl("apply", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-    )
-
-
 @pytest.fixture
-def namespace(control_plane: ControlPlane, crd: None) -> Iterator[str]:
-    name = f"op-{secrets.token_hex(3)}"
-    control_plane.kubectl("create", "namespace", name)
-    yield name
-    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+def namespace(control_plane: ControlPlane, stormtopology_crd: Path) -> Iterator[str]:
+    with scratch_namespace(control_plane, "op") as name:
+        yield name
 
 
 @pytest.fixture
@@ -101,8 +90,11 @@ def operator(namespace: str) -> KopfRunner:
     return KopfRunner(args, timeout=120)
 
 
-def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
-    resource = {
+def resource(
+    namespace: str, budget: int = 2, metrics: dict[str, Any] | None = None, **scaling: Any
+) -> dict[str, Any]:
+    """The ``linear`` StormTopology (``metrics`` defaults to a Prometheus URL alone)."""
+    return {
         "apiVersion": "stormscale.io/v1alpha1",
         "kind": "StormTopology",
         "metadata": {"name": "linear", "namespace": namespace},
@@ -110,11 +102,14 @@ def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
             "topologyName": "linear",
             "nimbus": {"host": "127.0.0.1"},
             "workers": {"deployment": "linear-workers"},
-            "metrics": {"prometheus": "http://127.0.0.1:9090"},
+            "metrics": metrics or {"prometheus": "http://127.0.0.1:9090"},
             "scaling": {"budget": budget, "flowModel": "Drop", **scaling},
         },
     }
-    return json.dumps(resource)
+
+
+def manifest(namespace: str, budget: int = 2, **scaling: Any) -> str:
+    return json.dumps(resource(namespace, budget, **scaling))
 
 
 def deployment(namespace: str, replicas: int = 4, cpu: str = "500m") -> str:
@@ -358,7 +353,7 @@ def printed(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
     return dict(zip(names, cells, strict=True))
 
 
-def test_the_sample_resources_are_valid(control_plane: ControlPlane, crd: None) -> None:
+def test_the_sample_resources_are_valid(control_plane: ControlPlane, stormtopology_crd: Path) -> None:
     existing = control_plane.kubectl("get", "namespaces", "-o", "name")
     if "namespace/streaming" not in existing.split():
         control_plane.kubectl("create", "namespace", "streaming")

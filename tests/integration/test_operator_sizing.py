@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +24,8 @@ from stormscale.storm import Endpoint, NimbusClient
 from stormscale.storm.placement import PLACEMENT_KEY, parse
 from tests.harness.fakes import nimbus as fake_nimbus
 from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.integration.test_operator_api import (
-    CRD,
     LINEAR,
     condition,
     deployment,
@@ -43,20 +43,10 @@ pytestmark = pytest.mark.integration
 TASKS = {"1": 1, "2": 8, "3": 8, "4": 8}
 
 
-@pytest.fixture(scope="module")
-def crd(control_plane: ControlPlane) -> None:
-    control_plane.kubectl("apply", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-    )
-
-
 @pytest.fixture
-def namespace(control_plane: ControlPlane, crd: None) -> Iterator[str]:
-    name = f"sz-{secrets.token_hex(3)}"
-    control_plane.kubectl("create", "namespace", name)
-    yield name
-    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+def namespace(control_plane: ControlPlane, stormtopology_crd: Path) -> Iterator[str]:
+    with scratch_namespace(control_plane, "sz") as name:
+        yield name
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ without acting. One SparkSession serves the module (reused if the run already ha
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,15 +31,16 @@ from stormscale.planner import load_profile
 from stormscale.publish import cli
 from stormscale.publish.kube import FleetApi
 from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.integration.test_operator_api import (
     condition,
-    crd,  # noqa: F401 (the CRD fixture)
     deployment,
     events,
     eventually,
     get,
     operator,
     replicas,
+    resource,
 )
 from tests.synthetic import samples as synthetic
 from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
@@ -77,28 +77,18 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, datet
     return folder / "samples.parquet", structures, start + timedelta(seconds=1200)
 
 
+PUBLISHED = {"prometheus": "http://127.0.0.1:9", "profile": "Published", "publishedMaxAge": "1h"}
+
+
 def stormtopology(namespace: str, budget: int = 2) -> dict[str, Any]:
-    return {
-        "apiVersion": "stormscale.io/v1alpha1",
-        "kind": "StormTopology",
-        "metadata": {"name": "linear", "namespace": namespace},
-        "spec": {
-            "topologyName": "linear",
-            "nimbus": {"host": "127.0.0.1"},
-            "workers": {"deployment": "linear-workers"},
-            "metrics": {"prometheus": "http://127.0.0.1:9", "profile": "Published", "publishedMaxAge": "1h"},
-            "scaling": {"budget": budget, "flowModel": "Drop"},
-        },
-    }
+    return resource(namespace, budget, metrics=PUBLISHED)
 
 
 @pytest.fixture
-def namespace(control_plane: ControlPlane, crd: None) -> Iterator[str]:  # noqa: F811
-    name = f"pub-{secrets.token_hex(3)}"
-    control_plane.kubectl("create", "namespace", name)
-    control_plane.kubectl("apply", "-f", "-", stdin=deployment(name))
-    yield name
-    control_plane.kubectl("delete", "namespace", name, "--wait=false")
+def namespace(control_plane: ControlPlane, stormtopology_crd: Path) -> Iterator[str]:
+    with scratch_namespace(control_plane, "pub") as name:
+        control_plane.kubectl("apply", "-f", "-", stdin=deployment(name))
+        yield name
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from tests.harness.bed.timeline import (
     converged_at,
     drained_at,
     lag_peak,
+    lag_peak_at,
     reaction_s,
 )
 
@@ -53,3 +54,6 @@ def test_the_lag_peak_and_when_it_drained_after_it() -> None:
     assert drained_at(TICKS, 100, floor=10) == 340  # not t=100 (5 < 10, but before the peak)
     assert drained_at(TICKS, 100, floor=1) == 700
     assert drained_at([tick(0, 8, 8, None, 0)], 0, floor=10) is None
+    assert lag_peak_at(TICKS, 100, 400) == 190
+    assert lag_peak_at(TICKS, 300, 800) == 300  # the highest from 300 on
+    assert lag_peak_at([tick(0, 8, 8, None, 0)], 0, 10) is None

@@ -79,6 +79,12 @@ def lag_peak(ticks: Sequence[Tick], start: float, end: float) -> float:
     return max((t.lag for t in ticks if start <= t.at <= end and t.lag is not None), default=0.0)
 
 
+def lag_peak_at(ticks: Sequence[Tick], start: float, end: float) -> float | None:
+    """When the lag was highest in ``[start, end]`` (the first such tick; None without readings)."""
+    window = [t for t in ticks if start <= t.at <= end and t.lag is not None]
+    return max(window, key=lambda t: t.lag or 0.0).at if window else None
+
+
 def drained_at(ticks: Sequence[Tick], after: float, floor: float) -> float | None:
     """The first tick after the lag's peak (from ``after`` on) whose lag is at most ``floor``."""
     window = [t for t in ticks if t.at >= after and t.lag is not None]

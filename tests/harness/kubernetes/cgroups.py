@@ -106,13 +106,12 @@ class CpuCgroup:
         fs: Path = CGROUP_FS,
         parent_shares: int = MAX_SHARES,
     ) -> CpuCgroup:
-        """Make ``<cpu root>/<parent>/<name>`` with the given limit and request (a new parent gets
-        ``parent_shares``)."""
+        """Make ``<cpu root>/<parent>/<name>`` with the given limit and request; the parent (made if
+        missing, left by an earlier run otherwise) gets ``parent_shares``."""
         v2 = is_v2(fs)
         parent_group = cls(cpu_root(fs) / parent, v2)
-        if not parent_group.path.is_dir():
-            parent_group.path.mkdir(exist_ok=True)
-            parent_group.set_shares(parent_shares)
+        parent_group.path.mkdir(exist_ok=True)
+        parent_group.set_shares(parent_shares)
         if v2:
             _enable_cpu_controller(fs, parent_group.path)
         acct = acct_root(fs)
@@ -291,6 +290,12 @@ def _enable_cpu_controller(fs: Path, parent_dir: Path) -> None:
 
 
 DAEMONS_PARENT = "stormscale-daemons"
+#: The daemons' parent weight: an eighth of the pods' parent's (the maximum), 32 times a process at
+#: the root. On a contended CPU a pod then gets 8/9 of it, more than any quota of a core or less (at
+#: equal weights it got half: a spinning 500m pod beside the daemons' spin loops received 0.456 of 0.5
+#: cores, throttled in 9 % of periods instead of most), and builds or another session's tests at the
+#: default weight take little from the operator, Kafka and Nimbus.
+DAEMONS_SHARES = MAX_SHARES // 8
 
 
 @contextlib.contextmanager
@@ -298,16 +303,16 @@ def daemons_group(name: str | None = None, fs: Path = CGROUP_FS) -> Iterator[Cpu
     """Move this process, and so every process it starts from now on, into the CPU cgroup
     ``stormscale-daemons/<name>`` (no quota); move it back and remove the group at exit.
 
-    The parent has the maximum weight, as the pods' parent has: against work outside the bed (builds,
-    unit tests of other sessions: each process at the root has the default 1024) the daemons keep
-    their CPU, and against the pods, which share the same weight, they cannot take the pods' quotas
-    (the pods together stay within a core). At the default weight a moving-load run beside three
-    busy processes saw its operator, Kafka and Nimbus slowed to a quarter of a core.
+    The parent's weight is :data:`DAEMONS_SHARES`: against work outside the bed (builds, unit tests of
+    other sessions: each process at the root has the default 1024) the daemons keep their CPU (at the
+    default weight a moving-load run beside three busy processes saw its operator, Kafka and Nimbus
+    slowed to a quarter of a core), and against the pods (the maximum weight, together within a
+    core) they cannot take the pods' quotas.
 
     Processes it started before stay where they are; so do pod replicas, which join their own groups.
     """
     group = CpuCgroup.create(
-        DAEMONS_PARENT, name or str(os.getpid()), CpuResources(None, 1000), fs, parent_shares=MAX_SHARES
+        DAEMONS_PARENT, name or str(os.getpid()), CpuResources(None, 1000), fs, parent_shares=DAEMONS_SHARES
     )
     before = [_own_group_file(directory, fs) for directory in group.directories()]
     for join in group.join_files:

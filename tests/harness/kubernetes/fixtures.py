@@ -6,11 +6,16 @@
 - ``kube_api``: a ``kubernetes.client.ApiClient`` for it.
 - ``pod_runner_factory``: makes :class:`PodRunner` s (own launcher, label selector) stopped at session end.
 - ``pod_runner``: the default runner (container command, label ``stormscale.io/pod-runner=true``).
+- ``stormtopology_crd``: the StormTopology CRD applied and Established (per module: a test may
+  uninstall it, as the chart's does).
+
+:func:`scratch_namespace` makes a namespace of its own for one test.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +26,13 @@ from kubernetes import client, config
 from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import PodRunner
+from tests.harness.paths import REPO_ROOT
 from tests.harness.process import new_run_dir
 
 PodRunnerFactory = Callable[..., PodRunner]
+
+#: The StormTopology CRD as the chart installs it.
+STORMTOPOLOGY_CRD = REPO_ROOT / "crds" / "stormtopologies.stormscale.io.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -72,3 +81,24 @@ def pod_runner_factory(control_plane: ControlPlane, kube_api: client.ApiClient) 
 def pod_runner(pod_runner_factory: PodRunnerFactory) -> PodRunner:
     """The default pod runner: runs each labelled Deployment's container command as local processes."""
     return pod_runner_factory()
+
+
+@pytest.fixture(scope="module")
+def stormtopology_crd(control_plane: ControlPlane) -> Path:
+    """The StormTopology CRD, applied and Established (its path)."""
+    control_plane.kubectl("apply", "-f", str(STORMTOPOLOGY_CRD))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
+    )
+    return STORMTOPOLOGY_CRD
+
+
+@contextlib.contextmanager
+def scratch_namespace(plane: ControlPlane, prefix: str) -> Iterator[str]:
+    """A new namespace ``<prefix>-<6 hex>``, deleted (without waiting) on exit."""
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    plane.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        plane.kubectl("delete", "namespace", name, "--wait=false")

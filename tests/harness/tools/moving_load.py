@@ -30,6 +30,7 @@ from tests.harness.bed.timeline import (
     converged_at,
     drained_at,
     lag_peak,
+    lag_peak_at,
     reaction_s,
     wished_in_since,
 )
@@ -140,6 +141,7 @@ class AutoReport:
         rise_decided = decided_at(self.ticks, self.rise_at, lambda b: b > 0)
         fall_decided = decided_at(self.ticks, self.fall_at, lambda b: b < max((c[1] for c in up), default=0))
         wishes = wished_in_since(self.ticks, self.rise_at, fall_decided or float("inf"))
+        peak = lag_peak_at(self.ticks, self.rise_at, fall_decided or float("inf"))
         return {
             # the largest budget Auto wanted before the rise (the low load needs none)
             "desired_before_rise": max(
@@ -153,7 +155,10 @@ class AutoReport:
             "converged_s": None if converged is None else converged - self.rise_at,
             "steps_before_converged": len(changes_between(self.ticks, self.rise_at, converged or 0.0)),
             "peak_lag": lag_peak(self.ticks, self.rise_at, self.fall_at),
-            "drained_s": drain_after(self.ticks, self.rise_at, self.fall_at),
+            # when the lag stopped growing, and when it fell to the floor past that peak, before Auto
+            # scaled in (whose rebalance makes a lag of its own), from the rise
+            "peak_lag_s": None if peak is None else peak - self.rise_at,
+            "drained_s": drain_after(self.ticks, self.rise_at, fall_decided or float("inf")),
             "scale_in_decided_s": None if fall_decided is None else fall_decided - self.fall_at,
             # when each wish to scale in began, from the rise (negative: before the fall)
             "scale_in_wished_s": [round(w - self.fall_at, 1) for w in wishes],
@@ -299,10 +304,14 @@ def run_moving_load(stack: Stack, scenario: Scenario, load: MovingLoad, scaling:
 #: unit measured on the linear runs: bolt 3 12.0-13.6/s, bolt 2 19.5-23/s. At 7/s and a 70 % target
 #: Auto plans for 10/s: within one unit of every bolt with a 20 % margin (8/s at 60 %, 13.3/s, sat on
 #: bolt 3's capacity, and one CI run scaled out before the rise). At 16/s it plans for 22.9/s: two
-#: units on bolt 3 (24-27/s) and on bolt 2, budget 2. Measured (docs): a step is seen 80-110 s after
-#: it (a 90 s window must be steady past it), applied ~30 s later; the lag drains within ~3 minutes
-#: of the rise; the fall is seen ~100 s after it.
-LOAD = MovingLoad(low=7, high=16, low_s=90, high_s=300, fall_s=210)
+#: units on bolt 3 (24-27/s) and on bolt 2, budget 2. Measured (runs M3-M5, docs/operator.md): the
+#: low load is planned 40 s into the run; the rise seen 80-111 s after it (a 90 s window must be
+#: steady past it), applied 40-50 s later, the topology stopped ~50 s by the rebalance, the lag
+#: peaked 180-261 s after the rise (1,426-2,023 records) and drained 330-441 s after it; scale-in is
+#: wished ~95 s after the sinks settle at the low load (the fall, or the drain if later) and applied
+#: 180-241 s after the fall. The phases leave each about a minute and a half more than the lag's
+#: peak and the scale-in need: 60 s low, 390 s high, 315 s low again.
+LOAD = MovingLoad(low=7, high=16, low_s=60, high_s=390, fall_s=315)
 SCALING = AutoScaling(target_utilization=0.7)
 
 

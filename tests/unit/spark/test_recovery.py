@@ -172,8 +172,12 @@ def test_without_offered_total_the_emitted_rate_is_used_and_said(profiles: dict[
 def test_unstable_rates_are_flagged_not_hidden(profiles: dict[str, dict[str, Any]]) -> None:
     confidence = profiles["unstable"]["confidence"]
     assert confidence["steady"] is False
-    assert set(confidence["unstable"]) == {c.id for c in TREE.components}
+    ends = {c.id for c in TREE.components if c.is_spout or not c.children}
+    assert ends < {c.id for c in TREE.components}  # the tree has bolts between them
+    assert set(confidence["unstable"]) == ends  # the window is judged by its spouts and sinks
     assert all(not c["confidence"]["stable"] for c in profiles["unstable"]["components"])
+    between = sorted({c.id for c in TREE.components} - ends)
+    assert any(f"in {', '.join(between)} between" in note for note in confidence["notes"]), confidence
     assert all(c["confidence"]["stable"] for c in profiles["rebalance"]["components"])
 
 
