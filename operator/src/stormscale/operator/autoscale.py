@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from stormscale.operator.status import AutoscalerState, timestamp
+from stormscale.operator.status import AutoscalerState, seconds_since, timestamp
 from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan, throughput
 from stormscale.planner.sizing.exact import max_feasible_rate, offered_rate, scaled_to
 from stormscale.planner.sizing.strategies import Sizing as PlannerSizing
@@ -195,13 +195,6 @@ class Decision:
     reason: str
 
 
-def _seconds_since(text: str | None, now: datetime) -> float:
-    if not text:
-        return float("inf")
-    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
-    return (now - then).total_seconds()
-
-
 def decide(
     current: int,
     needed: int,
@@ -212,7 +205,7 @@ def decide(
     scale_in_delay_s: float,
 ) -> Decision:
     """Move from ``current`` towards ``needed`` under cooldown and delayed scale-in."""
-    cooled = _seconds_since(state.last_scale_time, now) >= cooldown_s
+    cooled = seconds_since(state.last_scale_time, now) >= cooldown_s
     kept = state.model_copy(update={"scale_in_since": None})
     if needed > current:
         if not cooled:
@@ -222,7 +215,7 @@ def decide(
     if needed == current:
         return Decision(current, kept.model_copy(update={"desired_budget": current}), "Sized")
     since = state.scale_in_since or timestamp(now)
-    waited = _seconds_since(since, now) >= scale_in_delay_s
+    waited = seconds_since(since, now) >= scale_in_delay_s
     if waited and cooled:
         scaled = {"desired_budget": needed, "last_scale_time": timestamp(now)}
         return Decision(needed, kept.model_copy(update=scaled), "ScaleIn")
