@@ -149,13 +149,15 @@ class FakeProfiler:
     fail: Exception | None = None
     #: The worker pods' CPU over their limits, by pod (host): what MultiLevel's choices read.
     pods: tuple[PodLoad, ...] = ()
+    #: The profile's confidence as the profiler gives it (``components[id].demand``…).
+    confidence: dict[str, Any] = field(default_factory=dict)
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         self.calls += 1
         if self.fail:
             raise self.fail
         theta = throughput(self.topology, self.topology.units, FlowModel.BACKPRESSURE)
-        return MeasuredProfile(self.topology, theta, self.age_s, pods=self.pods)
+        return MeasuredProfile(self.topology, theta, self.age_s, self.confidence, pods=self.pods)
 
 
 @dataclass

@@ -20,7 +20,14 @@ from datetime import datetime
 
 from stormscale.aggregation import PublishedError, configmap_name
 from stormscale.operator import packing
-from stormscale.operator.autoscale import SizedUnits, decide, needed_budget, size_units, target_of
+from stormscale.operator.autoscale import (
+    SizedUnits,
+    catching_up,
+    decide,
+    needed_budget,
+    size_units,
+    target_of,
+)
 from stormscale.operator.policy import Mode, PlacementKind, Policy, ProfileSource
 from stormscale.operator.ports import (
     Events,
@@ -600,6 +607,7 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
         st.now,
         cooldown_s=policy.cooldown_s,
         scale_in_delay_s=policy.scale_in_delay_s,
+        catching_up=bool(catching_up(measured.confidence)),
     )
     st.status.autoscaler = decision.state
     if not sizing.sufficient:
@@ -631,6 +639,7 @@ def _auto_sized(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]
         st.now,
         cooldown_s=policy.cooldown_s,
         scale_in_delay_s=policy.scale_in_delay_s,
+        catching_up=bool(catching_up(measured.confidence)),
     )
     st.status.autoscaler = decision.state
     limited = "; ".join(sized.limits) or None
