@@ -5,7 +5,9 @@ converges to its budget, adds nothing twice and posts one ``ScalingApplied``; a 
 ``make bench-faults`` runs 20 of each and prints the fault table (tests/harness/tools/operator_faults.py
 and metrics_faults.py say what a run does and checks). The sixth fault, a Nimbus that runs no
 rebalance at all (asked 3 times, then given up and held), takes 77 s a run on the bed: it runs in
-``make bench-faults`` only, its rules in tests/unit/operator/test_lost_rebalance.py."""
+``make bench-faults`` only, its rules in tests/unit/operator/test_lost_rebalance.py; so does Prometheus
+stopped (74 s with its bed; its rule, no action without metrics, is the stale metrics' and is
+unit-tested in tests/unit/operator/test_reconcile.py and test_error_contract.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from tests.harness.tools.operator_faults import Fault
 
 pytestmark = [pytest.mark.integration]
 
-RUNS = int(os.environ.get("STORMSCALE_FAULT_RUNS", "4"))
+RUNS = int(os.environ.get("STORMSCALE_FAULT_RUNS", "2"))
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,7 @@ def mbed(control_plane: ControlPlane, kube_api: client.ApiClient) -> Iterator[me
         yield shared
 
 
-@pytest.mark.parametrize("fault", [Fault.PROMETHEUS_STOP, Fault.METRICS_STALE])
+@pytest.mark.parametrize("fault", [Fault.METRICS_STALE])  # PROMETHEUS_STOP: make bench-faults
 def test_without_fresh_metrics_nothing_is_done_the_reason_is_named_and_it_recovers(
     mbed: metrics_faults.MetricsBed, fault: Fault
 ) -> None:
