@@ -8,16 +8,15 @@ request is judged 5 + 10 s after it was made (reconcile's ``REBALANCE_GRACE_S``)
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from stormscale.operator.reconcile import MAX_REBALANCES, Resource, reconcile
+from stormscale.operator.reconcile import MAX_REBALANCES
 from stormscale.operator.status import StormTopologyStatus
 
 from .fakes import UnavailableError, World
-from .test_reconcile import RESOURCE, T0, Pass, conditions, policy, run, world
+from .test_reconcile import RESOURCE, Pass, conditions, policy, run, world
 from .test_sizing_placement import LINEAR_UNITS, multilevel_world, placements
 from .test_sizing_placement import spec as placement_spec
 
@@ -93,14 +92,8 @@ def test_rebalances_storm_never_runs_are_bounded_then_given_up_and_held_until_th
     assert [j for j in w.journal if j[0] == "scale"] == [("scale", 6), ("scale", 4)]
     assert len(w.events.posted) == 3
     w.nimbus.applies_rebalance = True  # Nimbus mended; the user changes the spec (a new generation)
-    changed = reconcile(
-        Resource("streaming", "linear", 2),
-        policy(),
-        StormTopologyStatus.from_json(status),
-        w.ports,
-        T0 + timedelta(minutes=5),
-    )
-    assert changed.status.pending is not None
+    changed = run(w, policy(), status, minutes=5, generation=2)
+    assert changed.status.get("pending") is not None
     assert w.nimbus.executors == TARGET
 
 
