@@ -142,7 +142,8 @@ def test_a_sizing_above_max_units_is_held_there_by_the_budget_strategy_and_said(
     assert conditions(done)["ScalingLimited"] == ("True", "MaxUnitsReached")
     limited = next(c["message"] for c in done.status["conditions"] if c["type"] == "ScalingLimited")
     assert "the sizing's budget 6 is outside [0, 3]" in limited
-    assert "to hold scaling.maxUnits 3" in limited
+    assert "moved -3 units to hold scaling.maxUnits 3" in limited
+    assert "could not be moved" not in limited  # every unit found a place to come from
 
 
 def test_a_target_beyond_the_task_counts_is_sized_at_the_most_they_sustain() -> None:
