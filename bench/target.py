@@ -14,9 +14,9 @@ at one unit) afresh on worker pods of its placement's size, one pod per componen
 of :data:`LOAD` on its topic: more than the bed can give CPU to, so the topology always runs at its
 capacity and the sinks' rate is what the units can do. Then:
 
-1. *before*: the sinks' rate at the baseline (Nimbus's executed counts over :data:`BEFORE_S`), and
-   the profile exactly as the operator takes it (:func:`~tests.harness.bed.steady.profile_now`);
-   from it, the planner's optimum for the target: the exact minimum's units
+1. *before*: a steady profile of the baseline exactly as the operator takes it
+   (:func:`~tests.harness.bed.steady.profile_now`), its sinks' rate the rate before (what the operator
+   sees when it sizes); from it, the planner's optimum for the target: the exact minimum's units
    (:func:`~stormscale.planner.sizing.exact.minimum_units`) and the lower bound on pods of ``K``
    slots that any placement, sharing slots or not, needs (``ExactSizing.shared_pods``:
    ``⌈⌈S_min⌉ / K⌉``, ``S_min`` the slots' worth of CPU the target needs);
@@ -74,7 +74,6 @@ LOAD = "48@60m"
 #: and within the CPU the bed has for pods at the units it needs (7 of 200m: 1 + 2 + 3 + 1).
 TARGET = 30.0
 SIZINGS = ("Exact", "MBA")
-BEFORE_S = 60.0
 SETTLE_S = 45.0
 MEASURE_S = 90.0
 #: The operator's verified apply (a profile after the deploy's own settle, new pods, a rebalance).
@@ -317,22 +316,24 @@ def wait_sized(stack: Stack, scenario: Scenario, strategy: Strategy) -> dict[str
     return result
 
 
-def run_one(stack: Stack, strategy: Strategy, target: float) -> Row:
-    """One run on the shared stack (module docstring); the bed is freed after it."""
+def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int, str]) -> Row:
+    """One run on the shared stack (module docstring); the bed is freed after it. ``overheads``: the
+    pods' overhead by slots per pod, measured at the first deploy of each pod size and kept."""
     started = time.monotonic()
     scenario = scenario_for(strategy)
     _progress(f"[target] {strategy.label}: deploying {scenario.name} (load {LOAD} on its topic)")
-    stack.deploy(scenario)
+    stack.deploy(scenario, pod_overhead=overheads.get(strategy.slots_per_pod))
+    overheads[strategy.slots_per_pod] = stack.pod_overhead[scenario.name]
     try:
         baseline = len(scenario.components)
         wait_running(stack, scenario, baseline)
         info = stack.nimbus().topology_info(scenario.name)
-        _progress(f"[target] baseline: {baseline} workers on {len(hosting(info))} Supervisors")
-        summary = stack.nimbus().topology(scenario.name)
-        assert summary is not None
-        _progress(f"[target] measuring the baseline's rate over {BEFORE_S:.0f} s")
-        before, _ = sink_rate(stack, scenario, summary.id, BEFORE_S)
-        _progress(f"[target] before: {before.rate:.1f}/s; waiting for a steady profile")
+        hosts = len(hosting(info))
+        alone = (
+            "" if hosts == baseline else " (some share a pod: their busy time is Storm's, not the pod's CPU)"
+        )
+        _progress(f"[target] baseline: {baseline} workers on {hosts} Supervisors{alone}")
+        _progress("[target] waiting for a steady profile at the baseline (the operator's window)")
         measured = profile_now(stack, scenario)
         resource = target_resource(
             scenario,
@@ -373,7 +374,7 @@ def run_one(stack: Stack, strategy: Strategy, target: float) -> Row:
         row = Row(
             strategy=strategy,
             target=target,
-            before=round(before.rate, 3),
+            before=round(measured.throughput, 3),
             sized_units=sum(units.values()),
             units=units,
             exact_units=sizing.get("exactUnits"),
@@ -411,9 +412,10 @@ def run(strategies_: Sequence[Strategy], target: float) -> list[Row]:
     with heavy_lock(), Stack(run_dir, namespace=NAMESPACE, log=_progress) as stack:
         _progress(f"[target] logs in {run_dir}")
         stack.start_operator()
+        overheads: dict[int, str] = {}
         for i, strategy in enumerate(strategies_, 1):
             _progress(f"[target] run {i} of {len(strategies_)}: {strategy.label}, target {target:g}/s")
-            rows.append(run_one(stack, strategy, target))
+            rows.append(run_one(stack, strategy, target, overheads))
             (OUT / "target.json").write_text(json.dumps([_jsonable(r) for r in rows], indent=2))
     return rows
 

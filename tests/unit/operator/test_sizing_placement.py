@@ -10,9 +10,12 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import PodLoad
+from stormscale.planner.placement.strategies import PlacementStrategy
+from stormscale.planner.placement.units import place_units
+from stormscale.planner.sizing.exact import scaled_to
 
 from .fakes import World
-from .test_reconcile import Pass, conditions, run, world
+from .test_reconcile import LINEAR, Pass, conditions, run, world
 
 LINEAR_UNITS = {"1": 1, "2": 2, "3": 2, "4": 1}  # demand 500/s: ⌈500/400⌉, ⌈500/250⌉ (the exact minimum)
 
@@ -183,12 +186,6 @@ def test_a_sizing_is_packed_at_the_rate_it_was_sized_for_not_at_the_measured_dem
     3 and 4. At 1000/s they run 83 %, 100 % and 56 % busy, so no two share a slot and SAM needs 10
     slots, 5 pods of 2 (as the planner places the sizing for its rate). Packed at the 500/s measured
     now (42 %, 50 %, 28 % busy) they would share slots, 3 pods, too few for the target."""
-    from stormscale.planner.placement.strategies import PlacementStrategy
-    from stormscale.planner.placement.units import place_units
-    from stormscale.planner.sizing.exact import scaled_to
-
-    from .test_reconcile import LINEAR
-
     w = world(system={"__acker": 1})
     auto = spec(
         {"placement": "SAM", "slotsPerPod": 2}, mode="Auto", budget=0, targetRate=1000, sizing="Exact"
