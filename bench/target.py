@@ -54,6 +54,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
 from bench.accuracy import heavy_lock
 from stormscale.operator.policy import millicores, parse_spec
 from stormscale.operator.ports import MeasuredProfile
@@ -81,6 +83,7 @@ APPLY_TIMEOUT_S = 900.0
 #: Cooldown and scale-in delay: longer than a run, so the one change is the one measured.
 HOLD = "30m"
 PROGRESS_EVERY_S = 30.0
+FORGET_TIMEOUT_S = 120.0
 _progress = functools.partial(print, flush=True)
 
 
@@ -398,16 +401,38 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
         )
         return row
     finally:
-        stack.undeploy(scenario)
+        free(stack, scenario)
+
+
+def pod_hosts(stack: Stack, scenario: Scenario) -> set[str]:
+    """The addresses the scenario's worker pods announce (their Supervisors' hosts)."""
+    listing = client.CoreV1Api(stack.api).list_namespaced_pod(
+        stack.namespace, label_selector=f"app={scenario.deployment}"
+    )
+    return {p.status.pod_ip for p in listing.items if p.status and p.status.pod_ip}
+
+
+def free(stack: Stack, scenario: Scenario) -> None:
+    """Undeploy, then wait until Nimbus has forgotten the pods' Supervisors, so that the next run's
+    topology is never scheduled on a slot of a Supervisor that is gone."""
+    hosts = pod_hosts(stack, scenario)
+    stack.undeploy(scenario)
+
+    def forgotten() -> bool:
+        return not hosts & {s.host for s in stack.nimbus().cluster_summary().supervisors}
+
+    wait_for(forgotten, FORGET_TIMEOUT_S, f"Nimbus to forget {scenario.deployment}'s Supervisors", 2.0)
 
 
 def _jsonable(row: Row) -> dict[str, Any]:
     return {**asdict(row), "reached": row.reached, "pods_agree": row.pods_agree}
 
 
-def run(strategies_: Sequence[Strategy], target: float) -> list[Row]:
-    """Every run on one stack, under the real-stack lock."""
+def run(strategies_: Sequence[Strategy], target: float) -> tuple[list[Row], list[str]]:
+    """Every run on one stack, under the real-stack lock: the rows, and a line for each run that
+    failed (the next run goes on, on a bed its failure left free)."""
     rows: list[Row] = []
+    failed: list[str] = []
     run_dir = new_run_dir("target-")
     with heavy_lock(), Stack(run_dir, namespace=NAMESPACE, log=_progress) as stack:
         _progress(f"[target] logs in {run_dir}")
@@ -415,9 +440,15 @@ def run(strategies_: Sequence[Strategy], target: float) -> list[Row]:
         overheads: dict[int, str] = {}
         for i, strategy in enumerate(strategies_, 1):
             _progress(f"[target] run {i} of {len(strategies_)}: {strategy.label}, target {target:g}/s")
-            rows.append(run_one(stack, strategy, target, overheads))
-            (OUT / "target.json").write_text(json.dumps([_jsonable(r) for r in rows], indent=2))
-    return rows
+            try:
+                rows.append(run_one(stack, strategy, target, overheads))
+            except Exception as err:  # one run's failure is reported; the others still run
+                failed.append(f"{strategy.label}: {type(err).__name__}: {err}")
+                _progress(f"[target] {failed[-1]}")
+            (OUT / "target.json").write_text(
+                json.dumps({"rows": [_jsonable(r) for r in rows], "failed": failed}, indent=2)
+            )
+    return rows, failed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -432,13 +463,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--target: a rate > 0 tuples/s, got {args.target:g}")
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    rows = run(strategies(args.sizings, args.quick), args.target)
+    rows, failed = run(strategies(args.sizings, args.quick), args.target)
     print("\n" + table(rows))
-    print("\n" + "\n".join(ratios(rows) + details(rows)))
+    print("\n" + "\n".join(ratios(rows) + details(rows) + [f"FAILED {line}" for line in failed]))
     print(
         f"\n{len(rows)} runs in {(time.monotonic() - started) / 60:.1f} min; records in {OUT / 'target.json'}"
     )
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
