@@ -65,7 +65,7 @@ from stormscale.storm.model import TopologyInfo
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
 from tests.harness.bed.steady import profile_now, sink_rate, wait_running
-from tests.harness.process import new_run_dir
+from tests.harness.process import DaemonError, new_run_dir
 from tests.harness.tools.moving_load import AutoScaling
 
 OUT = Path(__file__).parent / "out"
@@ -173,6 +173,18 @@ def optimum(
     return Optimum(dict(exact.units), exact.pods(k), exact.shared_pods(k))
 
 
+def capacities(measured: MeasuredProfile) -> dict[str, str]:
+    """Each bolt's capacity per unit in a profile and where its busy time came from (``pod-cpu``, or
+    Storm's ``execute-latency`` where a pod runs several components), e.g. ``"13.2/s pod-cpu"``."""
+    sources = measured.confidence.get("components") or {}
+    out = {}
+    for c in measured.topology.components:
+        if not c.is_spout:
+            source = ((sources.get(c.id) or {}).get("capacityPerUnit") or {}).get("source", "?")
+            out[c.id] = f"{c.capacity_per_unit:.1f}/s {source}"
+    return out
+
+
 def hosting(info: TopologyInfo) -> set[str]:
     """The Supervisors (hosts) that run the topology's workers, as Nimbus reports its executors."""
     return {e.host for e in info.executors}
@@ -229,6 +241,9 @@ class Row:
     received_cores: float  # what the pods used while measured
     desired_after: int | None  # Auto's wish at the end (a later profile's sizing)
     layout: list[list[dict[str, int]]] = field(default_factory=list)
+    #: bolt → capacity per unit and its busy time's source, at the baseline and after the change.
+    capacities_before: dict[str, str] = field(default_factory=dict)
+    capacities_after: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -292,6 +307,10 @@ def details(rows: Sequence[Row]) -> list[str]:
             f"pods used {r.received_cores:.2f} cores while measured; Auto's wish at the end: budget "
             f"{_cell(r.desired_after)}; {r.seconds / 60:.1f} min"
         )
+        if r.capacities_before or r.capacities_after:
+            out.append(
+                f"  capacities per unit, before: {r.capacities_before}; after: {r.capacities_after or '–'}"
+            )
     return out
 
 
@@ -368,6 +387,10 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
         _progress(f"[target] measuring the sinks' rate over {MEASURE_S:.0f} s")
         after, pods = sink_rate(stack, scenario, summary.id, MEASURE_S)
         info = stack.nimbus().topology_info(scenario.name)
+        try:
+            after_profile = capacities(profile_now(stack, scenario))
+        except DaemonError as err:  # no steady profile after the change: said, not fatal
+            after_profile = {"-": str(err)}
         end = stack.status(scenario)
         deployment = json.loads(
             stack.plane.kubectl("get", "deployment", scenario.deployment, "-n", stack.namespace, "-o", "json")
@@ -391,6 +414,8 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
             received_cores=round(sum(u.received_cores for u in pods.values()), 3),
             desired_after=(end.get("autoscaler") or {}).get("desiredBudget"),
             layout=[[dict(w) for w in p.get("workers") or []] for p in layout],
+            capacities_before=capacities(measured),
+            capacities_after=after_profile,
             seconds=round(time.monotonic() - started, 1),
         )
         (stack.run_dir / f"target-{strategy.sizing}-k{strategy.slots_per_pod}.json").write_text(

@@ -175,3 +175,14 @@ def test_a_target_that_is_not_a_rate_is_one_line_and_exit_2(capsys: pytest.Captu
         bench.main(["--target", "0"])
     assert exit_.value.code == 2
     assert "--target: a rate > 0 tuples/s, got 0" in capsys.readouterr().err
+
+
+def test_each_bolts_capacity_is_shown_with_where_its_busy_time_came_from() -> None:
+    confidence = {
+        "components": {
+            "2": {"capacityPerUnit": {"source": "pod-cpu"}},
+            "3": {"capacityPerUnit": {"source": "execute-latency"}},
+        }
+    }
+    shown = bench.capacities(MeasuredProfile(LINEAR, 500.0, 0.0, confidence))
+    assert shown == {"2": "400.0/s pod-cpu", "3": "250.0/s execute-latency", "4": "900.0/s ?"}  # no spout
