@@ -1,6 +1,8 @@
-"""Target-rate benchmark (issue 16, item 5): raise ``spec.scaling.targetRate`` on the test bed; the
-operator sizes, packs and applies; does the measured throughput reach the target, and how many
-units and pods did it take against the planner's optimum?
+"""Target-rate benchmark (issue 16, item 5): does the throughput reach a raised targetRate?
+
+On the test bed, ``spec.scaling.targetRate`` is raised; the operator sizes, packs and applies; does
+the measured throughput reach the target, and how many units and pods did it take against the
+planner's optimum?
 
 Run: ``make bench-target`` (or ``.venv/bin/python -m bench.target [--quick] [--target 30]``), about
 40 minutes for the four runs, 10 for ``--quick`` (one run: Exact on SAM pods of 2 slots). It takes
