@@ -60,14 +60,14 @@ from kubernetes import client
 
 from bench.accuracy import heavy_lock
 from stormscale.operator.policy import millicores, parse_spec
-from stormscale.operator.ports import MeasuredProfile
+from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.operator.reconcile import planning_model
 from stormscale.planner.sizing.exact import minimum_units
 from stormscale.storm.model import TopologyInfo
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
 from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
-from tests.harness.bed.steady import profile_now, sink_rate, wait_running
-from tests.harness.process import DaemonError, new_run_dir
+from tests.harness.bed.steady import operator_profiler, profile_now, sink_rate, wait_running
+from tests.harness.process import new_run_dir
 from tests.harness.tools.moving_load import AutoScaling
 
 OUT = Path(__file__).parent / "out"
@@ -86,6 +86,7 @@ APPLY_TIMEOUT_S = 900.0
 HOLD = "30m"
 PROGRESS_EVERY_S = 30.0
 FORGET_TIMEOUT_S = 120.0
+AFTER_PROFILE_S = 60.0
 _progress = functools.partial(print, flush=True)
 
 
@@ -241,7 +242,10 @@ class Row:
     pod_cpu_cores: float  # the pods' CPU limits together
     measured: float
     received_cores: float  # what the pods used while measured
-    desired_after: int | None  # Auto's wish at the end (a later profile's sizing)
+    #: Auto's sizing at the end (``status.sizing.totalUnits`` from a later profile of the new layout)
+    #: and whether it wishes to scale in (``autoscaler.scaleInSince``): the cooldown holds both back.
+    sized_after: int | None
+    scale_in_wished: bool = False
     layout: list[list[dict[str, int]]] = field(default_factory=list)
     #: bolt → capacity per unit and its busy time's source, at the baseline and after the change.
     capacities_before: dict[str, str] = field(default_factory=dict)
@@ -298,7 +302,7 @@ def ratios(rows: Sequence[Row]) -> list[str]:
 
 def details(rows: Sequence[Row]) -> list[str]:
     """Per run: the units per component, the layout asked of Nimbus, whether the pods agree, Auto's
-    wish at the end, how long it took."""
+    sizing at the end, how long it took."""
     out = []
     for r in rows:
         units = ", ".join(f"{c}={n}" for c, n in sorted(r.units.items()))
@@ -306,8 +310,9 @@ def details(rows: Sequence[Row]) -> list[str]:
         out.append(
             f"{r.strategy.label}: units {units} (exact on the bench's profile: {optimum}); "
             f"pods agree: {'yes' if r.pods_agree else 'NO'}; layout {r.layout or '–'}; "
-            f"pods used {r.received_cores:.2f} cores while measured; Auto's wish at the end: budget "
-            f"{_cell(r.desired_after)}; {r.seconds / 60:.1f} min"
+            f"pods used {r.received_cores:.2f} cores while measured; Auto's sizing at the end: "
+            f"{_cell(r.sized_after)} units{' (wishes to scale in)' if r.scale_in_wished else ''}; "
+            f"{r.seconds / 60:.1f} min"
         )
         if r.capacities_before or r.capacities_after:
             out.append(
@@ -338,6 +343,23 @@ def wait_sized(stack: Stack, scenario: Scenario, strategy: Strategy) -> dict[str
 
     result: dict[str, Any] = wait_for(done, APPLY_TIMEOUT_S, f"{strategy.label}: the sizing applied", 5.0)
     return result
+
+
+def profile_soon(stack: Stack, scenario: Scenario) -> dict[str, str]:
+    """The bolts' capacities (:func:`capacities`) in the operator's profile of the layout that runs
+    now, tried for :data:`AFTER_PROFILE_S` (the measurement came first: its window is usually steady);
+    else why not, in one entry."""
+    profiler, policy = operator_profiler(stack, scenario)
+    deadline = time.monotonic() + AFTER_PROFILE_S
+    while True:
+        try:
+            return capacities(profiler.profile(scenario.name, policy.window_s))
+        except StaleMetricsError as err:
+            if time.monotonic() > deadline:
+                return {"-": f"no steady profile: {err}"}
+            time.sleep(10.0)
+        except Exception as err:  # any other: said in the record, the run's measurement stands
+            return {"-": f"{type(err).__name__}: {err}"}
 
 
 def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int, str]) -> Row:
@@ -389,10 +411,7 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
         _progress(f"[target] measuring the sinks' rate over {MEASURE_S:.0f} s")
         after, pods = sink_rate(stack, scenario, summary.id, MEASURE_S)
         info = stack.nimbus().topology_info(scenario.name)
-        try:
-            after_profile = capacities(profile_now(stack, scenario))
-        except DaemonError as err:  # no steady profile after the change: said, not fatal
-            after_profile = {"-": str(err)}
+        after_profile = profile_soon(stack, scenario)
         end = stack.status(scenario)
         deployment = json.loads(
             stack.plane.kubectl("get", "deployment", scenario.deployment, "-n", stack.namespace, "-o", "json")
@@ -414,7 +433,8 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
             pod_cpu_cores=replicas * millicores(scenario.pod_cpu) / 1000,
             measured=round(after.rate, 3),
             received_cores=round(sum(u.received_cores for u in pods.values()), 3),
-            desired_after=(end.get("autoscaler") or {}).get("desiredBudget"),
+            sized_after=(end.get("sizing") or {}).get("totalUnits"),
+            scale_in_wished=bool((end.get("autoscaler") or {}).get("scaleInSince")),
             layout=[[dict(w) for w in p.get("workers") or []] for p in layout],
             capacities_before=capacities(measured),
             capacities_after=after_profile,

@@ -150,7 +150,7 @@ def row(strategy: bench.Strategy, pods: int, measured: float, **kw: object) -> b
         "pod_cpu_cores": pods * 0.2 * strategy.slots_per_pod,
         "measured": measured,
         "received_cores": 1.1,
-        "desired_after": 3,
+        "sized_after": 7,
     }
     fields.update(kw)
     return bench.Row(**fields)  # type: ignore[arg-type]
