@@ -308,7 +308,8 @@ def details(rows: Sequence[Row]) -> list[str]:
         units = ", ".join(f"{c}={n}" for c, n in sorted(r.units.items()))
         optimum = ", ".join(f"{c}={n}" for c, n in sorted(r.optimum.units.items()))
         out.append(
-            f"{r.strategy.label}: units {units} (exact on the bench's profile: {optimum}); "
+            f"{r.strategy.label}: units {units} (exact on the bench's profile: {optimum}; the sizing's "
+            f"own pod count {_cell(r.sizing_pods)}); "
             f"pods agree: {'yes' if r.pods_agree else 'NO'}; layout {r.layout or '–'}; "
             f"pods used {r.received_cores:.2f} cores while measured; Auto's sizing at the end: "
             f"{_cell(r.sized_after)} units{' (wishes to scale in)' if r.scale_in_wished else ''}; "
