@@ -188,6 +188,17 @@ def capacities(measured: MeasuredProfile) -> dict[str, str]:
     return out
 
 
+def spout_fractions(measured: MeasuredProfile) -> dict[str, float]:
+    """Each spout edge's fraction in a profile, ``"1→2"`` → f (the share of the spout's output its
+    child receives)."""
+    return {
+        f"{c.id}→{child}": round(f, 4)
+        for c in measured.topology.components
+        if c.is_spout
+        for child, f in c.children
+    }
+
+
 def hosting(info: TopologyInfo) -> set[str]:
     """The Supervisors (hosts) that run the topology's workers, as Nimbus reports its executors."""
     return {e.host for e in info.executors}
@@ -250,6 +261,9 @@ class Row:
     #: bolt → capacity per unit and its busy time's source, at the baseline and after the change.
     capacities_before: dict[str, str] = field(default_factory=dict)
     capacities_after: dict[str, str] = field(default_factory=dict)
+    #: "spout→child" → the share of the spout's output its child receives in the baseline's profile
+    #: (1 on every edge of this topology; less where in-flight tuples grew over the window).
+    spout_fractions: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property
@@ -315,6 +329,9 @@ def details(rows: Sequence[Row]) -> list[str]:
             f"{_cell(r.sized_after)} units{' (wishes to scale in)' if r.scale_in_wished else ''}; "
             f"{r.seconds / 60:.1f} min"
         )
+        if r.spout_fractions:
+            shown = ", ".join(f"{edge} {f:.3f}" for edge, f in sorted(r.spout_fractions.items()))
+            out.append(f"  the baseline profile's spout edges: {shown}")
         if r.capacities_before or r.capacities_after:
             out.append(
                 f"  capacities per unit, before: {r.capacities_before}; after: {r.capacities_after or '–'}"
@@ -438,6 +455,7 @@ def run_one(stack: Stack, strategy: Strategy, target: float, overheads: dict[int
             scale_in_wished=bool((end.get("autoscaler") or {}).get("scaleInSince")),
             layout=[[dict(w) for w in p.get("workers") or []] for p in layout],
             capacities_before=capacities(measured),
+            spout_fractions=spout_fractions(measured),
             capacities_after=after_profile,
             seconds=round(time.monotonic() - started, 1),
         )
@@ -476,6 +494,15 @@ def _jsonable(row: Row) -> dict[str, Any]:
     return {**asdict(row), "reached": row.reached, "pods_agree": row.pods_agree}
 
 
+def row_of(record: Mapping[str, Any]) -> Row:
+    """A row as :func:`_jsonable` wrote it (derived and unknown keys left out)."""
+    known = {f.name for f in dataclasses.fields(Row)}
+    values = {k: v for k, v in record.items() if k in known}
+    values["strategy"] = Strategy(**record["strategy"])
+    values["optimum"] = Optimum(**record["optimum"])
+    return Row(**values)
+
+
 def run(strategies_: Sequence[Strategy], target: float) -> tuple[list[Row], list[str]]:
     """Every run on one stack, under the real-stack lock: the rows, and a line for each run that
     failed (the next run goes on, on a bed its failure left free)."""
@@ -506,9 +533,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sizings", nargs="+", choices=("Exact", "LSA", "MBA"), default=list(SIZINGS), help="in this order"
     )
+    parser.add_argument("--from-json", type=Path, metavar="FILE", help="re-render saved records, run nothing")
     args = parser.parse_args(argv)
     if not args.target > 0:
         parser.error(f"--target: a rate > 0 tuples/s, got {args.target:g}")
+    if args.from_json is not None:
+        try:
+            saved = json.loads(args.from_json.read_text())
+            rows, failed = [row_of(r) for r in saved["rows"]], list(saved.get("failed") or [])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            parser.error(f"--from-json {args.from_json}: not a record of this benchmark ({err})")
+        print(table(rows))
+        print("\n" + "\n".join(ratios(rows) + details(rows) + [f"FAILED {line}" for line in failed]))
+        return 0
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     rows, failed = run(strategies(args.sizings, args.quick), args.target)

@@ -3,6 +3,7 @@ runs, the resources they apply, the planner's optimum they record, and the table
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,28 @@ def test_each_bolts_capacity_is_shown_with_where_its_busy_time_came_from() -> No
     }
     shown = bench.capacities(MeasuredProfile(LINEAR, 500.0, 0.0, confidence))
     assert shown == {"2": "400.0/s pod-cpu", "3": "250.0/s execute-latency", "4": "900.0/s ?"}  # no spout
+
+
+def test_saved_records_re_render_as_the_run_printed_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [row(SAM2, 4, 36.0, spout_fractions={"1→2": 0.82}), row(DEFAULT1, 7, 33.0)]
+    saved = tmp_path / "target.json"
+    saved.write_text(
+        json.dumps({"rows": [bench._jsonable(r) for r in rows], "failed": ["MBA / SAM K=2: boom"]})
+    )
+    assert [bench.row_of(r) for r in json.loads(saved.read_text())["rows"]] == rows
+    assert bench.main(["--from-json", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert bench.table(rows) in out
+    assert "the baseline profile's spout edges: 1→2 0.820" in out
+    assert "FAILED MBA / SAM K=2: boom" in out
+    saved.write_text("[]")
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--from-json", str(saved)])
+    assert exit_.value.code == 2
+    assert "not a record of this benchmark" in capsys.readouterr().err
+
+
+def test_the_spout_edges_fractions_are_read_from_the_profile() -> None:
+    assert bench.spout_fractions(MeasuredProfile(LINEAR, 500.0, 0.0)) == {"1→2": 1.0}
