@@ -220,17 +220,18 @@ def ready_condition(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def sized(status: Mapping[str, Any], strategy: Strategy) -> bool:
-    """The operator has applied and verified its sizing: ``Ready/Applied``, nothing pending, the last
-    plan the run's sizing, and with a placement the run's placement recorded."""
-    ready = ready_condition(status)
+    """The operator has applied and verified its sizing: the last plan is the run's sizing, its budget
+    is the applied one (recorded only once Storm runs the units, and the placement), nothing is
+    pending, and with a placement the run's placement is recorded. (Ready may be False meanwhile:
+    Auto's next pass finds no steady window since the rebalance, ``Degraded/StaleMetrics``.)"""
     plan = status.get("lastPlan") or {}
     placement = (status.get("placement") or {}).get("strategy")
     return (
-        ready.get("status") == "True"
-        and ready.get("reason") == "Applied"
-        and not status.get("pending")
+        not status.get("pending")
         and status.get("units") is not None
         and plan.get("chosen") == strategy.sizing.lower()
+        and plan.get("budget") is not None
+        and status.get("appliedBudget") == plan.get("budget")
         and placement == strategy.placement
     )
 

@@ -123,13 +123,16 @@ def test_the_sizing_counts_as_applied_once_verified_by_the_runs_sizing_and_place
     done = {
         "conditions": [ready("Applied")],
         "units": {"1": 1, "2": 2},
-        "lastPlan": {"chosen": "exact"},
+        "appliedBudget": 1,
+        "lastPlan": {"chosen": "exact", "budget": 1},
         "placement": {"strategy": "SAM", "pods": 2},
     }
     assert bench.sized(done, SAM2)
-    assert not bench.sized({**done, "pending": {"budget": 2}}, SAM2)  # still applying
-    assert not bench.sized({**done, "conditions": [ready("RebalanceRequested")]}, SAM2)
-    assert not bench.sized({**done, "lastPlan": {"chosen": "combined"}}, SAM2)  # a budget plan
+    stale = {"type": "Ready", "status": "False", "reason": "StaleMetrics", "message": ""}
+    assert bench.sized({**done, "conditions": [stale]}, SAM2)  # Auto's next pass waits for a window
+    assert not bench.sized({**done, "pending": {"budget": 1}}, SAM2)  # still applying
+    assert not bench.sized({**done, "appliedBudget": 0}, SAM2)  # the sizing's budget not verified yet
+    assert not bench.sized({**done, "lastPlan": {"chosen": "combined", "budget": 1}}, SAM2)  # a budget plan
     assert not bench.sized(done, bench.Strategy("MBA", "SAM", 2))
     assert not bench.sized(done, DEFAULT1)  # a placement where the run has none
     assert bench.sized({**done, "placement": None}, DEFAULT1)
