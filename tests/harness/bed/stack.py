@@ -409,10 +409,8 @@ class Stack:
     def nimbus(self) -> NimbusClient:
         return self.storm.endpoints.nimbus(timeout_s=10)
 
-    def deploy(self, scenario: Scenario, *, pod_overhead: str | None = None) -> Topology:
-        """Worker pods (one per component), then the topology with one executor per component, and
-        its pods' overhead measured (:meth:`measure_pod_overhead`) unless ``pod_overhead`` gives it
-        (measured before on pods of the same image and size)."""
+    def deploy(self, scenario: Scenario) -> Topology:
+        """Worker pods (one per component), then the topology with one executor per component."""
         replicas = len(scenario.components)
         self.storm.launcher.extra_conf.update(scenario.storm_conf)
         self._step(
@@ -432,10 +430,7 @@ class Stack:
             self.storm.endpoints, scenario.shape, props, conf=scenario.storm_conf, language=scenario.language
         )
         self._exit.callback(kill, self.storm.endpoints, topology.name)
-        if pod_overhead is None:
-            self.measure_pod_overhead(scenario)
-        else:
-            self.pod_overhead[scenario.name] = pod_overhead
+        self.measure_pod_overhead(scenario)
         if scenario.source == "kafka" and scenario.load:
             self._loads[scenario.name] = self.load(scenario, scenario.load)
         return topology
