@@ -62,10 +62,11 @@ APPLIES ?= 20
 bench-reaction: venv $(if $(DIP),prometheus)
 	$(BIN)/python -m bench.reaction $(if $(DIP),--dip,--applies $(APPLIES))
 
-## bench-faults: the operator SIGKILLed at a random moment of each of 20 applies on a real API server (fake Nimbus and Prometheus), restarted: does it converge, add nothing twice, post one event per budget (about 8 minutes): the fault table on stdout
+## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed, API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some): the fault table on stdout
 RUNS ?= 20
-bench-faults: venv
-	$(BIN)/python -m bench.faults --runs $(RUNS)
+FAULTS ?= all
+bench-faults: venv prometheus
+	$(BIN)/python -m bench.faults --runs $(RUNS) --faults $(FAULTS)
 
 ## bench-units: units are real: a saturated CPU-bound bolt on one worker pod at 500m, 1000m and 500m again, through Storm (about 5 minutes; an assertion-bearing measurement, moved out of make test to keep CI within its budget)
 bench-units: venv prometheus

@@ -16,6 +16,7 @@ import pytest
 from bench import fleet as bench
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
+from stormscale.operator.ports import UnavailableError
 from stormscale.planner import load_profile
 from stormscale.storm import Endpoint, NimbusClient, NimbusUnavailableError, TopologyNotFoundError
 from stormscale.storm.errors import RequestRejectedError
@@ -147,6 +148,36 @@ def test_a_placement_rebalance_is_kept_and_run_as_placed(fakes: Fakes) -> None:
     info = fakes.client.topology_info("t-000")
     assert layout_problems(short, info) == ["component '2': 1 executors placed, the topology has 2"]
     assert info.sched_status.endswith("scheduled by DefaultScheduler")
+
+
+def test_a_restarting_nimbus_is_unavailable_and_forgets_the_rebalances_in_their_wait(fakes: Fakes) -> None:
+    port = NimbusPort(fakes.client)
+    port.rebalance("t-000", {"1": 1, "2": 2, "3": 2, "4": 1}, 6, 5)
+    fakes.fleet.down = True
+    with pytest.raises(UnavailableError):
+        port.describe("t-000")
+    assert fakes.fleet.lose_in_flight() == ["t-000"]
+    fakes.fleet.down = False
+    fakes.clock.now += 10  # long past the wait: nothing runs it
+    state = port.describe("t-000")
+    assert (state.status, dict(state.executors), state.workers) == (
+        "ACTIVE",
+        {"1": 1, "2": 1, "3": 1, "4": 1},
+        4,
+    )
+    assert [r.lost for r in fakes.fleet.requests] == [True]
+    assert fakes.fleet.lose_in_flight() == []  # nothing in flight now
+
+
+def test_a_nimbus_that_loses_rebalances_accepts_them_and_runs_what_it_ran(fakes: Fakes) -> None:
+    port = NimbusPort(fakes.client)
+    fakes.fleet.lose_next = 1
+    port.rebalance("t-000", {"1": 1, "2": 2, "3": 2, "4": 1}, 6, 5)
+    assert port.describe("t-000").status == "ACTIVE"
+    port.rebalance("t-000", {"1": 1, "2": 2, "3": 2, "4": 1}, 6, 5)  # the next one runs
+    fakes.clock.now += 5
+    assert dict(port.describe("t-000").executors) == {"1": 1, "2": 2, "3": 2, "4": 1}
+    assert [r.lost for r in fakes.fleet.requests] == [True, False]
 
 
 def test_the_fake_prometheus_answers_parse_with_the_real_reader(fakes: Fakes) -> None:

@@ -19,12 +19,18 @@ It answers the calls the operator and the exporter make, as Nimbus does:
   them as it says (pod i on its pinned host, else on a Supervisor of its own; worker j on port
   6700 + j), as Stormscale's scheduler does; ``sched_status`` says which.
 
+Faults a real Nimbus shows only now and then (tests/harness/tools/operator_faults.py): :attr:`Fleet.down`
+(every connection is closed at once, as while Nimbus restarts), :meth:`Fleet.lose_in_flight` (a
+restart forgets the rebalances still in their wait: the topology runs what it ran, ``ACTIVE``, as
+STORM-3516 lost them) and :attr:`Fleet.lose_next` (the next rebalances are accepted and never run).
+
 An unknown topology raises ``NotAliveException``; a rebalance naming an unknown component or more
 executors than tasks raises ``InvalidTopologyException``. Kill, activate and deactivate are not served.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socketserver
 import threading
@@ -121,6 +127,8 @@ class Rebalanced:
     executors: dict[str, int]
     workers: int
     conf_overrides: dict[str, Any] = field(default_factory=dict)
+    #: Accepted and then forgotten (:attr:`Fleet.lose_next`, :meth:`Fleet.lose_in_flight`).
+    lost: bool = False
 
 
 @dataclass
@@ -138,6 +146,25 @@ class Fleet:
     requests: list[Rebalanced] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     started_s: float = field(default_factory=time.time)
+    #: While True every connection is closed at once (Nimbus restarting).
+    down: bool = False
+    #: This many of the next rebalances are accepted and forgotten at once.
+    lose_next: int = 0
+
+    def lose_in_flight(self) -> list[str]:
+        """A restart forgets every rebalance still in its wait: each such topology runs what it ran
+        (``ACTIVE``), and its last request is marked lost; the names of those topologies."""
+        now, lost = self.clock(), []
+        with self.lock:
+            for t in self.topologies.values():
+                t.settle(now)
+                if t.rebalancing is not None:
+                    t.rebalancing, t.status = None, "ACTIVE"
+                    lost.append(t.name)
+            for name in lost:
+                last = max(i for i, r in enumerate(self.requests) if r.name == name)
+                self.requests[last] = dataclasses.replace(self.requests[last], lost=True)
+        return lost
 
     def submit(
         self, name: str, profile: Topology, tasks: Mapping[str, int], submitted_s: float | None = None
@@ -197,15 +224,18 @@ def summary(t: RunningTopology, now: float) -> Any:
     )
 
 
-def _count(rate: float, window: str, uptime: int) -> int:
-    """Tuples counted over ``window`` (seconds, or all time): rate × min(uptime, window)."""
-    span = uptime if window == ":all-time" else min(uptime, int(window))
+def _count(rate: float, window: str, elapsed_s: float) -> int:
+    """Tuples counted over ``window`` (seconds, or all time): rate × min(elapsed, window), from the
+    time the executor has run to the sub-second (its whole-second uptime would make the counts move
+    in steps of up to a second's tuples between two scrapes)."""
+    span = elapsed_s if window == ":all-time" else min(elapsed_s, float(window))
     return round(rate * span)
 
 
-def executor_stats(executed: float, emitted: float, parents: list[str], latency_ms: float, up: int) -> Any:
-    """An ExecutorStats of one executor: ``executed`` tuples/s split evenly over ``parents``' default
-    streams (a bolt) or none (a spout), ``emitted`` tuples/s on ``default``."""
+def executor_stats(executed: float, emitted: float, parents: list[str], latency_ms: float, up: float) -> Any:
+    """An ExecutorStats of one executor that has run ``up`` seconds: ``executed`` tuples/s split
+    evenly over ``parents``' default streams (a bolt) or none (a spout), ``emitted`` tuples/s on
+    ``default``."""
     out = {w: {"default": _count(emitted, w, up)} for w in WINDOWS}
     if not parents:
         acked = {w: {"default": _count(emitted, w, up)} for w in WINDOWS}
@@ -234,7 +264,7 @@ def executor_stats(executed: float, emitted: float, parents: list[str], latency_
 def topology_info(fleet: Fleet, t: RunningTopology, now: float) -> Any:
     """A TopologyInfo: every executor with its host, port, uptime and stats."""
     rates = component_rates(t.profile, t.executors)
-    up = _uptime(t.started_s, now)
+    up, elapsed = _uptime(t.started_s, now), max(0.0, now - t.started_s)
     executors, task, slot = [], 1, 0
     for v, c in enumerate(t.profile.components):
         parents = [t.profile.components[p].id for p, _ in t.profile.parents[v]]
@@ -244,7 +274,7 @@ def topology_info(fleet: Fleet, t: RunningTopology, now: float) -> Any:
         for start, end in task_ranges(task, t.tasks[c.id], n):
             worker = slot % t.workers
             slot += 1
-            stats = executor_stats(executed / n, emitted / n, parents, latency, up)
+            stats = executor_stats(executed / n, emitted / n, parents, latency, elapsed)
             executors.append(_executor(fleet, t, c.id, (start, end), worker=worker, up=up, stats=stats))
         task += t.tasks[c.id]
     executors.append(_executor(fleet, t, ACKER, (task, task), worker=0, up=up, stats=None))
@@ -325,7 +355,7 @@ def user_topology(t: RunningTopology) -> Any:
 def page_info(t: RunningTopology, window: str, now: float) -> Any:
     """A TopologyPageInfo over ``window``: per-component executors, tasks and counts."""
     rates = component_rates(t.profile, t.executors)
-    up = _uptime(t.started_s, now)
+    up = max(0.0, now - t.started_s)
     spouts, bolts = {}, {}
     for c in t.profile.components:
         executed, emitted = rates[c.id]
@@ -433,9 +463,13 @@ class NimbusHandler:
             executors.pop(ACKER, None)
             overrides = json.loads(options.topology_conf_overrides or "{}")
             workers = options.num_workers if options.num_workers is not None else t.workers
+            fleet.rebalances += 1
+            if fleet.lose_next > 0:  # accepted, and forgotten at once
+                fleet.lose_next -= 1
+                fleet.requests.append(Rebalanced(arrived, name, executors, workers, overrides, lost=True))
+                return
             t.rebalancing = (fleet.clock() + (options.wait_secs or 0), executors, workers, overrides)
             t.status = "REBALANCING"
-            fleet.rebalances += 1
             fleet.requests.append(Rebalanced(arrived, name, executors, workers, overrides))
 
 
@@ -456,6 +490,8 @@ def serving(fleet_factory: Callable[[int], Fleet]) -> Iterator[Fleet]:
             transport = _TFramedTransport(_TSocket(sock=self.request))
             protocol = _TBinaryProtocol(transport)
             processor = TProcessor(NIMBUS.Nimbus, NimbusHandler(holder[0]))
+            if holder[0].down:
+                return  # restarting: the connection is closed before any answer
             try:
                 while True:
                     processor.process(protocol, protocol)

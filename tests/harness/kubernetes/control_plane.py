@@ -22,9 +22,11 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,7 @@ from tests.harness.process import (
     new_run_dir,
     pid_gone,
     runs_binary,
+    signal_group,
     stop_group,
 )
 
@@ -107,6 +110,7 @@ class ControlPlane:
     def start(self) -> ControlPlane:
         """Start the three daemons in order and wait for each; on failure stop all and raise."""
         try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
             self._write_credentials()
             self._start(self._etcd(), self._etcd_ready)
             self._start(self._apiserver(), self._apiserver_ready)
@@ -124,6 +128,40 @@ class ControlPlane:
             daemon.stop()
         self.daemons.clear()
         shutil.rmtree(self.run_dir / "etcd-data", ignore_errors=True)
+
+    def stop_apiserver(self, sig: signal.Signals = signal.SIGKILL) -> float:
+        """Stop kube-apiserver alone (SIGKILL by default: a crash, no graceful shutdown; etcd keeps
+        every object); the seconds it took to exit. :meth:`start_apiserver` brings it back."""
+        daemon = self._apiserver_daemon()
+        started = time.monotonic()
+        signal_group(daemon.pid, sig)
+        try:
+            daemon.proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            signal_group(daemon.pid, signal.SIGKILL)
+            daemon.proc.wait(timeout=STOP_GRACE_S)
+        return time.monotonic() - started
+
+    def start_apiserver(self) -> float:
+        """Start kube-apiserver again on the same port with the same serving certificate (kept in its
+        cert dir, so kubeconfigs stay valid), in its place among the daemons; the seconds until
+        ``/readyz`` answers."""
+        old = self._apiserver_daemon()
+        if old.exited() is None:
+            raise DaemonError("kube-apiserver is running: stop it first")
+        started = time.monotonic()
+        daemon = Daemon(self._apiserver())
+        self.daemons[self.daemons.index(old)] = daemon
+        ready = self._apiserver_ready
+        daemon.wait_ready(ready, READY_TIMEOUT_S, "kube-apiserver serves again", every_s=READY_POLL_S)
+        self._save_state()
+        return time.monotonic() - started
+
+    def _apiserver_daemon(self) -> Daemon:
+        found = [d for d in self.daemons if d.spec.name == "kube-apiserver"]
+        if not found:
+            raise DaemonError("this control plane has no kube-apiserver")
+        return found[0]
 
     def __enter__(self) -> ControlPlane:
         return self.start()

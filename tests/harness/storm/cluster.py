@@ -21,7 +21,9 @@ import argparse
 import functools
 import json
 import os
+import signal
 import socket
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -30,12 +32,14 @@ from stormscale.storm.model import ClusterSummary
 from tests.harness.paths import RUN_ROOT
 from tests.harness.process import (
     Daemon,
+    DaemonError,
     LaunchSpec,
     free_port,
     kill_marked,
     marked_pids,
     new_run_dir,
     port_open,
+    signal_group,
     stop_group,
 )
 from tests.harness.storm.daemons import (
@@ -100,6 +104,33 @@ class StormCluster:
     def _start_nimbus(self, timeout_s: float) -> None:
         daemon = self._spawn(nimbus_spec(self.endpoints))
         daemon.wait_ready(self._nimbus_leads, timeout_s, f"Nimbus leads on {self.endpoints.nimbus_port}")
+
+    def kill_nimbus(self) -> None:
+        """SIGKILL Nimbus alone (a crash: ZooKeeper keeps the topologies' state, Supervisors and their
+        workers keep running); :meth:`restart_nimbus` brings it back."""
+        daemon = self._nimbus_daemon()
+        signal_group(daemon.pid, signal.SIGKILL)
+        daemon.proc.wait(timeout=30)
+
+    def restart_nimbus(self, timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Start Nimbus again in its place among the daemons; the seconds until it leads."""
+        old = self._nimbus_daemon()
+        if old.exited() is None:
+            raise DaemonError("Nimbus is running: kill it first")
+        started = time.monotonic()
+        daemon = Daemon(nimbus_spec(self.endpoints))
+        self.daemons[self.daemons.index(old)] = daemon
+        self.save_state()
+        daemon.wait_ready(
+            self._nimbus_leads, timeout_s, f"Nimbus leads again on {self.endpoints.nimbus_port}"
+        )
+        return time.monotonic() - started
+
+    def _nimbus_daemon(self) -> Daemon:
+        found = [d for d in self.daemons if d.spec.name == "nimbus"]
+        if not found:
+            raise DaemonError("this cluster has no Nimbus")
+        return found[0]
 
     def _spawn(self, spec: LaunchSpec) -> Daemon:
         daemon = Daemon(spec)

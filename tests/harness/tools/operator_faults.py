@@ -1,20 +1,36 @@
-"""SIGKILL the operator in the middle of applying a budget, restart it, and check what it converged to
-(issue 17, item 2): the test (tests/integration/test_operator_faults.py, a few runs) and
-``make bench-faults`` (20 runs, the fault table) share this.
+"""Faults injected into real parts while the operator applies a budget, and what it converged to
+(issue 17, item 2): the tests (tests/integration/test_operator_faults.py, a few runs of each) and
+``make bench-faults`` (20 runs of each, the fault table) share this.
 
 The bed: the real API server, the operator as a real ``kopf run`` process, Storm and Prometheus behind
 the light fakes of ``tests/harness/fakes`` (one topology; the fake Nimbus keeps every rebalance it
 accepted and runs what the last one asked for). One run: ``kubectl apply`` of the next budget (they
-alternate 1, 2, so runs scale out and in); after a random delay in [0, :data:`KILL_WITHIN_S`) the
-operator's process group gets SIGKILL, no goodbye; the state at that moment says where the apply was
-(:func:`phase_of`); a new operator process starts, and the run ends when the status says the budget
-is applied and Ready. Each run checks what a user relies on:
+alternate 1, 2, so runs scale out and in), the fault, and the run ends when the status says the budget
+is applied and Ready. The faults (:class:`Fault`):
 
-* it converges: ``status.appliedBudget`` is the budget, Ready, within :data:`CONVERGE_S`;
+* ``operator-kill``: after a random delay in [0, :data:`KILL_WITHIN_S`) the operator's process group
+  gets SIGKILL, no goodbye; a new operator process starts at once;
+* ``apiserver-restart``: after such a delay kube-apiserver gets SIGKILL (etcd keeps every object), stays
+  down for a random [1, 5) s and starts again on the same port; the operator process must live through
+  it, and its watch must deliver again: a spec change after the run gets a spec pass within
+  :data:`WATCH_S` (a timer pass would re-read the resource anyway, so only the watch's own handler
+  proves it);
+* ``nimbus-restart``: the fake Nimbus closes every connection for a random [3, 10) s and forgets the
+  rebalances still in their wait (the topology runs what it ran, as STORM-3516 lost them), right after
+  the operator's rebalance arrives (``at_request``, the tests) or after a random delay (the benchmark);
+* ``nimbus-loses``: every rebalance is accepted and forgotten: the operator must ask
+  ``MAX_REBALANCES`` times, then give up (``Degraded/RebalanceNotApplied``, the Deployment scaled back)
+  and ask no more until the spec changes; then Nimbus is mended and the spec changed, and it applies.
+
+The metrics faults (``prometheus-stop``, ``metrics-stale``) need a real Prometheus and run on their own
+bed (:mod:`tests.harness.tools.metrics_faults`). Every run checks what a user relies on:
+
+* it converges: ``status.appliedBudget`` is the budget, Ready, within :data:`CONVERGE_S` of the fault's
+  end;
 * nothing added twice: the Deployment's replicas, the units Storm runs (the fake Nimbus) and
   ``status.units`` agree and add up to the baseline plus the budget (the operator *sets* replicas and
-  executors, so a rebalance re-issued after the crash asks for the same numbers);
-* one ``ScalingApplied`` event per applied budget.
+  executors, so a rebalance re-issued after the fault asks for the same numbers);
+* one ``ScalingApplied`` event per applied budget; at most ``MAX_REBALANCES`` rebalances per attempt.
 """
 
 from __future__ import annotations
@@ -23,9 +39,10 @@ import json
 import random
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +50,50 @@ from kubernetes import client
 
 from bench import fleet
 from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
+from stormscale.operator.reconcile import MAX_REBALANCES
 from stormscale.planner import load_profile
+from tests.harness.fakes import nimbus as fake_nimbus
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.process import Daemon, signal_group
 
 NAMESPACE = "faults"
 NAME = "t-000"  # the fakes' first topology
 INTERVAL_S = 5.0
-#: Kills land anywhere from the apply to a little after the verifying pass (the rebalance waits
+#: Faults land anywhere from the apply to a little after the verifying pass (the rebalance waits
 #: REBALANCE_WAIT_SECS = 5 s, a timer pass every INTERVAL_S verifies it).
 KILL_WITHIN_S = 14.0
 CONVERGE_S = 90.0
+#: A spec change after an API server restart must reach the operator's spec handler this soon.
+WATCH_S = 10.0
+APISERVER_DOWN_S = (1.0, 5.0)
+NIMBUS_DOWN_S = (3.0, 10.0)
+#: ``nimbus-loses``: how long the operator must stay quiet once it gave up (two timer passes).
+HOLD_S = 2 * INTERVAL_S
 BUDGETS = (1, 2)
+
+
+class Fault(StrEnum):
+    """A fault of one part of the system, injected while a budget is applied."""
+
+    OPERATOR_KILL = "operator-kill"
+    APISERVER_RESTART = "apiserver-restart"
+    NIMBUS_RESTART = "nimbus-restart"
+    NIMBUS_LOSES = "nimbus-loses"
+    PROMETHEUS_STOP = "prometheus-stop"
+    METRICS_STALE = "metrics-stale"
+
+
+#: What each fault does, as the fault table prints it.
+FAULTS: Mapping[Fault, str] = {
+    Fault.OPERATOR_KILL: "operator SIGKILLed mid-apply, restarted",
+    Fault.APISERVER_RESTART: "kube-apiserver SIGKILLed mid-apply, down 1-5 s, restarted (etcd kept)",
+    Fault.NIMBUS_RESTART: "Nimbus down 3-10 s mid-apply, forgetting the rebalance in its wait",
+    Fault.NIMBUS_LOSES: "Nimbus accepts every rebalance and runs none; then mended, spec changed",
+    Fault.PROMETHEUS_STOP: "Prometheus stopped, a budget applied, Prometheus started again",
+    Fault.METRICS_STALE: "exporter stopped (series stale, Prometheus answers), budget applied, exporter back",
+}
+FAKE_BED = (Fault.OPERATOR_KILL, Fault.APISERVER_RESTART, Fault.NIMBUS_RESTART, Fault.NIMBUS_LOSES)
+
 PHASES = (
     "before the intent",
     "intent saved, replicas not set",
@@ -52,6 +101,7 @@ PHASES = (
     "rebalanced, not verified",
     "after the apply",
 )
+NIMBUS_PHASES = ("before the rebalance", "in the rebalance's wait (lost)", "after the rebalance")
 
 
 @dataclass(frozen=True)
@@ -66,10 +116,14 @@ class Observed:
     status_units: dict[str, int]
     rebalanced_since_apply: int
     events: int
+    #: Every event reason in the namespace, with its count.
+    reasons: dict[str, int] = field(default_factory=dict)
+    #: The Degraded condition's reason while it holds.
+    degraded: str | None = None
 
 
 def phase_of(at_kill: Observed, budget: int, target_replicas: int) -> str:
-    """Where the apply of ``budget`` was when the operator died, from the state it left.
+    """Where the apply of ``budget`` was when the fault hit, from the state it left.
 
     The operator writes the intent (``status.pending``), then sets the Deployment's replicas, then asks
     Nimbus to rebalance; a later pass verifies and records ``appliedBudget``."""
@@ -85,22 +139,35 @@ def phase_of(at_kill: Observed, budget: int, target_replicas: int) -> str:
 
 
 @dataclass(frozen=True)
-class KillRun:
+class FaultRun:
+    """One apply with one fault, and what the operator converged to."""
+
+    fault: Fault
     index: int
     budget: int
-    killed_after_s: float
+    injected_after_s: float
     phase: str
     converged_s: float | None
     after: Observed
     baseline_units: int
     new_events: int
+    #: What the runner of this fault found wrong besides the common checks.
+    found: tuple[str, ...] = ()
+    #: How long the part was down (the fault's own duration).
+    outage_s: float = 0.0
+    #: The Degraded reason while the part was down, where the run watched for one.
+    during: str | None = None
+    #: Seconds from a spec change to the operator's spec pass after the fault (``apiserver-restart``).
+    watch_s: float | None = None
+    #: Events posted by this run, by reason.
+    reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def problems(self) -> list[str]:
         """What went wrong in this run (empty: it converged to the budget, nothing twice)."""
-        found = []
         if self.converged_s is None:
-            return [f"not applied and Ready within {CONVERGE_S:.0f} s"]
+            return [f"not applied and Ready within {CONVERGE_S:.0f} s", *self.found]
+        found = []
         want = self.baseline_units + self.budget
         if self.after.replicas != want:
             found.append(f"{self.after.replicas} replicas, not {want}")
@@ -110,18 +177,25 @@ class KillRun:
             found.append(f"status.units {self.after.status_units} != Storm's {self.after.storm_units}")
         if self.new_events != 1:
             found.append(f"{self.new_events} ScalingApplied events for one budget")
-        return found
+        return [*found, *self.found]
 
 
-def observe(api: client.ApiClient, fakes: fleet.Fakes, since: float) -> Observed:
+def observe(api: client.ApiClient, nimbus: fake_nimbus.Fleet, namespace: str, since: float) -> Observed:
+    """The resource's status, its Deployment, the fake Nimbus and the namespace's events now;
+    ``rebalanced_since_apply`` counts the rebalances Nimbus accepted from ``since`` (Unix seconds)."""
     custom, apps = client.CustomObjectsApi(api), client.AppsV1Api(api)
-    status = custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME).get("status") or {}
-    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
-    deployment = apps.read_namespaced_deployment(f"{NAME}-workers", NAMESPACE)
-    with fakes.nimbus.lock:
-        rebalanced = sum(1 for r in fakes.nimbus.requests if r.name == NAME and r.at >= since)
-    storm = dict(fakes.nimbus.running(NAME).executors)
-    events = client.CoreV1Api(api).list_namespaced_event(NAMESPACE).items
+    status = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, NAME).get("status") or {}
+    conditions = {c["type"]: c for c in status.get("conditions", [])}
+    ready = conditions.get("Ready", {}).get("status") == "True"
+    degraded = conditions.get("Degraded", {})
+    deployment = apps.read_namespaced_deployment(f"{NAME}-workers", namespace)
+    with nimbus.lock:
+        rebalanced = sum(1 for r in nimbus.requests if r.name == NAME and r.at >= since)
+    storm = dict(nimbus.running(NAME).executors)
+    reasons: dict[str, int] = {}
+    for e in client.CoreV1Api(api).list_namespaced_event(namespace).items:
+        reason = str(e.reason)
+        reasons[reason] = reasons.get(reason, 0) + (e.count or 1)
     return Observed(
         pending=bool(status.get("pending")),
         applied_budget=status.get("appliedBudget"),
@@ -130,29 +204,90 @@ def observe(api: client.ApiClient, fakes: fleet.Fakes, since: float) -> Observed
         storm_units=storm,
         status_units=dict(status.get("units") or {}),
         rebalanced_since_apply=rebalanced,
-        events=sum(e.count or 1 for e in events if e.reason == "ScalingApplied"),
+        events=reasons.get("ScalingApplied", 0),
+        reasons=reasons,
+        degraded=degraded.get("reason") if degraded.get("status") == "True" else None,
     )
 
 
+def new_reasons(before: Observed, after: Observed) -> dict[str, int]:
+    """Events posted between two observations, by reason."""
+    counts = {r: n - before.reasons.get(r, 0) for r, n in after.reasons.items()}
+    return {r: n for r, n in sorted(counts.items()) if n > 0}
+
+
+@dataclass
+class Bed:
+    """The fault bed: the control plane, a client, the fake Nimbus and the StormTopology's spec."""
+
+    plane: ControlPlane
+    api: client.ApiClient
+    nimbus: fake_nimbus.Fleet
+    prometheus_url: str
+    run_dir: Path
+    namespace: str = NAMESPACE
+    #: ``spec.metrics`` (None: the fleet manifest's) and ``spec.components``.
+    metrics: dict[str, str] | None = None
+    components: list[dict[str, Any]] = field(default_factory=list)
+    #: The generation-changing field of :meth:`touch` (a fresh value each time).
+    touched: int = 0
+
+    def manifest(self, budget: int) -> dict[str, Any]:
+        body = fleet.storm_topology_manifest(NAME, self.nimbus.port, self.prometheus_url, budget)
+        body["metadata"]["namespace"] = self.namespace
+        if self.metrics is not None:
+            body["spec"]["metrics"] = {"prometheus": self.prometheus_url, **self.metrics}
+        if self.components:
+            body["spec"]["components"] = self.components
+        return body
+
+    def apply_budget(self, budget: int) -> None:
+        self.plane.kubectl("apply", "-f", "-", stdin=json.dumps(self.manifest(budget)))
+
+    def touch(self) -> float:
+        """Change the spec without changing what it asks for (``scaling.cooldown``): a new generation,
+        as a user's edit; the Unix time of the change."""
+        self.touched += 1
+        patch = {"spec": {"scaling": {"cooldown": f"{300 + self.touched}s"}}}
+        at = time.time()
+        client.CustomObjectsApi(self.api).patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, NAME, patch
+        )
+        return at
+
+    def observe(self, since: float = 0.0) -> Observed:
+        return observe(self.api, self.nimbus, self.namespace, since)
+
+    def start_operator(self) -> Daemon:
+        return fleet.start_operator(self.plane, self.namespace, self.run_dir, INTERVAL_S)
+
+
 @contextmanager
-def fault_bed(plane: ControlPlane, api: client.ApiClient) -> Iterator[fleet.Fakes]:
-    """The namespace, the CRD, the worker Deployment and the fakes; the namespace goes after."""
+def namespace_with_workers(plane: ControlPlane, namespace: str) -> Iterator[None]:
+    """The CRD, the namespace and the worker Deployment (paused: no pods); the namespace is deleted
+    after (it stays Terminating: the stopped operator's finalizer holds the StormTopology)."""
     plane.kubectl("apply", "-f", str(fleet.CRD))
     plane.kubectl("wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s")
-    plane.kubectl("create", "namespace", NAMESPACE)
+    plane.kubectl("create", "namespace", namespace)
     try:
         deployment = fleet.deployment_manifest(NAME, fleet.BASELINE_UNITS)
-        plane.kubectl("apply", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(deployment))
-        with fleet.fakes(load_profile(fleet.PROFILE), 1, 3600.0) as fakes:
-            yield fakes
+        plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment))
+        yield
     finally:
-        plane.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+        plane.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-def apply_budget(plane: ControlPlane, fakes: fleet.Fakes, budget: int) -> None:
-    body = fleet.storm_topology_manifest(NAME, fakes.nimbus.port, fakes.prometheus_url, budget)
-    body["metadata"]["namespace"] = NAMESPACE
-    plane.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+@contextmanager
+def fault_bed(
+    plane: ControlPlane, api: client.ApiClient, run_dir: Path, namespace: str = NAMESPACE
+) -> Iterator[Bed]:
+    """The namespace, the CRD, the worker Deployment and the fakes (Nimbus, and Prometheus with 20
+    minutes of steady series)."""
+    with (
+        namespace_with_workers(plane, namespace),
+        fleet.fakes(load_profile(fleet.PROFILE), 1, 3600.0) as fakes,
+    ):
+        yield Bed(plane, api, fakes.nimbus, fakes.prometheus_url, run_dir, namespace)
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float, daemon: Daemon | None = None) -> float | None:
@@ -167,80 +302,247 @@ def wait_for(check: Callable[[], Any], timeout_s: float, daemon: Daemon | None =
     return None
 
 
-def run_kills(
-    plane: ControlPlane,
-    api: client.ApiClient,
-    fakes: fleet.Fakes,
-    run_dir: Path,
+def spec_pass_after(operator: Daemon, namespace: str, at: float) -> bool:
+    """Whether the operator logged a pass of its spec handler that ended after ``at`` (Unix seconds)."""
+    passes = fleet.parse_passes(operator.spec.log.read_text(errors="replace").splitlines(), namespace)
+    return any(p.cause == "spec" and p.at >= at for p in passes)
+
+
+@dataclass
+class Injection:
+    """What a fault's injection reports: where the apply was, how long the part was down, and any
+    problem it saw on the way (the operator exiting, a condition missing)."""
+
+    phase: str
+    outage_s: float = 0.0
+    found: list[str] = field(default_factory=list)
+    during: str | None = None
+
+
+@dataclass
+class Session:
+    """A running operator on a bed, and the randomness of the runs."""
+
+    bed: Bed
+    rng: random.Random
+    operator: Daemon
+    at_request: bool = False
+
+
+Inject = Callable[[Session, int, float, float], Injection]
+
+
+def _kill_operator(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
+    time.sleep(delay)
+    signal_group(s.operator.pid, signal.SIGKILL)
+    s.operator.proc.wait(timeout=10)
+    phase = phase_of(s.bed.observe(applied_at), budget, fleet.BASELINE_UNITS + budget)
+    s.operator = s.bed.start_operator()
+    return Injection(phase)
+
+
+def _restart_apiserver(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
+    time.sleep(delay)
+    phase = phase_of(s.bed.observe(applied_at), budget, fleet.BASELINE_UNITS + budget)
+    started = time.monotonic()
+    s.bed.plane.stop_apiserver()
+    time.sleep(s.rng.uniform(*APISERVER_DOWN_S))
+    s.bed.plane.start_apiserver()
+    found = [] if s.operator.exited() is None else [f"the operator exited ({s.operator.exited()})"]
+    return Injection(phase, time.monotonic() - started, found)
+
+
+def _restart_nimbus(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
+    nimbus = s.bed.nimbus
+    if s.at_request:  # right after the operator's rebalance arrived: inside its 5 s wait
+        arrived = wait_for(lambda: s.bed.observe(applied_at).rebalanced_since_apply, 30.0, s.operator)
+        if arrived is None:
+            return Injection(NIMBUS_PHASES[0], found=["no rebalance arrived within 30 s of the apply"])
+    else:
+        time.sleep(delay)
+    started = time.monotonic()
+    nimbus.down = True
+    lost = nimbus.lose_in_flight()
+    asked = s.bed.observe(applied_at).rebalanced_since_apply
+    phase = NIMBUS_PHASES[1] if lost else NIMBUS_PHASES[2] if asked else NIMBUS_PHASES[0]
+    time.sleep(s.rng.uniform(*NIMBUS_DOWN_S))
+    nimbus.down = False
+    return Injection(phase, time.monotonic() - started)
+
+
+def _lose_rebalances(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
+    """Nimbus loses every rebalance (armed before the apply, see :func:`run_faults`): the operator
+    asks ``MAX_REBALANCES`` times, gives up, stays quiet; then Nimbus is mended and the spec changed."""
+    bed, found = s.bed, []
+    gave_up = wait_for(lambda: bed.observe().degraded == "RebalanceNotApplied", CONVERGE_S, s.operator)
+    if gave_up is None:
+        found.append(f"not Degraded/RebalanceNotApplied within {CONVERGE_S:.0f} s")
+    held = bed.observe(applied_at)
+    time.sleep(HOLD_S)
+    later = bed.observe(applied_at)
+    if held.rebalanced_since_apply != MAX_REBALANCES:
+        found.append(f"{held.rebalanced_since_apply} rebalances before giving up, not {MAX_REBALANCES}")
+    if later.rebalanced_since_apply != held.rebalanced_since_apply:
+        found.append(
+            f"{later.rebalanced_since_apply - held.rebalanced_since_apply} rebalance(s) after giving up"
+        )
+    want = sum(held.storm_units.values())  # one slot per pod
+    if held.replicas != want:
+        found.append(f"{held.replicas} replicas after giving up, not the {want} Storm's executors need")
+    if new_reasons(held, later):
+        found.append(f"events while held: {new_reasons(held, later)}")
+    bed.nimbus.lose_next = 0
+    bed.touch()
+    return Injection("every rebalance lost", found=found, during=held.degraded)
+
+
+INJECT: Mapping[Fault, Inject] = {
+    Fault.OPERATOR_KILL: _kill_operator,
+    Fault.APISERVER_RESTART: _restart_apiserver,
+    Fault.NIMBUS_RESTART: _restart_nimbus,
+    Fault.NIMBUS_LOSES: _lose_rebalances,
+}
+
+
+def next_budget(applied: int | None) -> int:
+    """The budget of the next run: another than the applied one (so every run applies something)."""
+    return BUDGETS[1] if applied == BUDGETS[0] else BUDGETS[0]
+
+
+def ensure_ready(bed: Bed, operator: Daemon) -> None:
+    """The resource exists and is Ready (budget 0 as submitted, the first time)."""
+    custom = client.CustomObjectsApi(bed.api)
+    found = custom.list_namespaced_custom_object(GROUP, VERSION, bed.namespace, PLURAL)["items"]
+    if not found:
+        bed.apply_budget(0)
+    if wait_for(lambda: bed.observe().ready, CONVERGE_S, operator) is None:
+        raise RuntimeError(f"{NAME} never became Ready (operator log: {operator.spec.log})")
+
+
+def run_faults(
+    bed: Bed,
+    fault: Fault,
     *,
     runs: int,
     seed: int,
+    at_request: bool = False,
     progress: Callable[[str], None] = lambda _: None,
-) -> list[KillRun]:
-    """``runs`` applies, each with the operator killed at a random moment and restarted."""
-    rng = random.Random(seed)
-    start: Callable[[], Daemon] = lambda: fleet.start_operator(plane, NAMESPACE, run_dir, INTERVAL_S)  # noqa: E731
-    operator = start()
-    done: list[KillRun] = []
+) -> list[FaultRun]:
+    """``runs`` applies on ``bed``, each with ``fault`` injected (see the module's docstring)."""
+    inject = INJECT[fault]
+    session = Session(bed, random.Random(seed), bed.start_operator(), at_request)
+    done: list[FaultRun] = []
     try:
-        apply_budget(plane, fakes, 0)  # the resource as submitted: budget 0, converged before the first kill
-        if wait_for(lambda: observe(api, fakes, 0).ready, CONVERGE_S, operator) is None:
-            raise RuntimeError(f"budget 0 never became Ready (operator log: {operator.spec.log})")
+        ensure_ready(bed, session.operator)
         for index in range(runs):
-            budget = BUDGETS[index % len(BUDGETS)]
-            target = fleet.BASELINE_UNITS + budget
-            events_before = observe(api, fakes, 0).events
-            delay = rng.uniform(0, KILL_WITHIN_S)
+            before = bed.observe()
+            budget = next_budget(before.applied_budget)
+            delay = session.rng.uniform(0, KILL_WITHIN_S)
+            if fault is Fault.NIMBUS_LOSES:
+                bed.nimbus.lose_next = 10 * MAX_REBALANCES
             applied_at = time.time()
-            apply_budget(plane, fakes, budget)
-            time.sleep(delay)
-            signal_group(operator.pid, signal.SIGKILL)
-            operator.proc.wait(timeout=10)
-            phase = phase_of(observe(api, fakes, applied_at), budget, target)
-            operator = start()
+            bed.apply_budget(budget)
+            injected = inject(session, budget, applied_at, delay)
 
-            def converged(budget: int = budget, applied_at: float = applied_at) -> bool:
-                now = observe(api, fakes, applied_at)
+            def converged(budget: int = budget) -> bool:
+                now = bed.observe()
                 return now.applied_budget == budget and now.ready and not now.pending
 
-            took = wait_for(converged, CONVERGE_S, operator)
-            after = observe(api, fakes, applied_at)
-            run = KillRun(
-                index, budget, delay, phase, took, after, fleet.BASELINE_UNITS, after.events - events_before
+            took = wait_for(converged, CONVERGE_S, session.operator)
+            watch_s, found = None, list(injected.found)
+            if fault is Fault.APISERVER_RESTART and took is not None:
+                watch_s, problem = _probe_watch(session)
+                found += [problem] if problem else []
+            after = bed.observe(applied_at)
+            events = new_reasons(before, after)
+            found += _rebalance_problems(fault, injected.phase, after.rebalanced_since_apply, events)
+            run = FaultRun(
+                fault,
+                index,
+                budget,
+                delay,
+                injected.phase,
+                took,
+                after,
+                fleet.BASELINE_UNITS,
+                events.get("ScalingApplied", 0),
+                tuple(found),
+                injected.outage_s,
+                injected.during,
+                watch_s,
+                events,
             )
             done.append(run)
             progress(line(run))
     finally:
-        operator.stop()
+        session.operator.stop()
     return done
 
 
-def line(run: KillRun) -> str:
+def _probe_watch(s: Session) -> tuple[float | None, str | None]:
+    """A spec change must reach the operator's spec handler within :data:`WATCH_S`: its watch
+    reconnected after the API server came back."""
+    at = s.bed.touch()
+    took = wait_for(lambda: spec_pass_after(s.operator, s.bed.namespace, at), WATCH_S, s.operator)
+    if took is None:
+        return None, f"no spec pass within {WATCH_S:.0f} s of a spec change: the watch did not reconnect"
+    return took, None
+
+
+def _rebalance_problems(fault: Fault, phase: str, rebalances: int, events: Mapping[str, int]) -> list[str]:
+    """Per attempt at most MAX_REBALANCES rebalances; a lost one is asked for again, announced."""
+    if fault is Fault.NIMBUS_LOSES:
+        expected = {"RebalanceReissued": MAX_REBALANCES - 1, "RebalanceNotApplied": 1}
+        wrong = {r: events.get(r, 0) for r, n in expected.items() if events.get(r, 0) != n}
+        extra = (
+            [] if rebalances == MAX_REBALANCES + 1 else [f"{rebalances} rebalances, not {MAX_REBALANCES + 1}"]
+        )
+        return [*extra, *([f"events {wrong}, not {expected}"] if wrong else [])]
+    found = [] if rebalances <= MAX_REBALANCES else [f"{rebalances} rebalances for one budget"]
+    if phase == NIMBUS_PHASES[1] and not events.get("RebalanceReissued"):
+        found.append("the lost rebalance was not asked for again (no RebalanceReissued)")
+    return found
+
+
+def line(run: FaultRun) -> str:
     took = "never" if run.converged_s is None else f"{run.converged_s:.1f} s"
     verdict = "; ".join(run.problems) or "ok"
+    during = f", {run.during} meanwhile" if run.during else ""
+    watch = f", spec pass {run.watch_s:.1f} s after a spec change" if run.watch_s is not None else ""
     return (
-        f"run {run.index + 1}: budget {run.budget}, killed {run.killed_after_s:.1f} s after the apply "
-        f"({run.phase}), converged {took} after the restart, {run.after.rebalanced_since_apply} "
-        f"rebalance(s), {run.new_events} event(s): {verdict}"
+        f"{run.fault} run {run.index + 1}: budget {run.budget}, fault {run.injected_after_s:.1f} s after "
+        f"the apply ({run.phase}), down {run.outage_s:.1f} s{during}, converged {took} after it, "
+        f"{run.after.rebalanced_since_apply} rebalance(s), {run.new_events} ScalingApplied{watch}: {verdict}"
     )
 
 
-def fault_table(runs: Sequence[KillRun]) -> str:
-    """Per phase the operator was killed in: runs, converged, nothing twice, converge time, rebalances."""
+def _max(values: Sequence[float]) -> str:
+    return f"{max(values):.1f}" if values else "–"
+
+
+def fault_table(runs: Sequence[FaultRun]) -> str:
+    """Fault → where it hit → runs → outcome: converged, problems, converge time (max, from the
+    fault's end), the operator's Degraded reason meanwhile, rebalances per apply, other events."""
     rows = [
-        "| killed | runs | converged | problems | converge after restart (s, max) | rebalances per apply |"
+        "| fault | hit | runs | converged | problems | converge after the fault (s, max) "
+        "| Degraded meanwhile | rebalances per apply | other events |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    rows.append("|---|---|---|---|---|---|")
-    for phase in PHASES:
-        mine = [r for r in runs if r.phase == phase]
-        if not mine:
-            continue
-        times = [r.converged_s for r in mine if r.converged_s is not None]
-        per_apply = sorted({r.after.rebalanced_since_apply for r in mine})
-        rows.append(
-            f"| {phase} | {len(mine)} | {len(times)} | {sum(1 for r in mine if r.problems)} | "
-            f"{max(times):.1f} | {', '.join(map(str, per_apply))} |"
-            if times
-            else f"| {phase} | {len(mine)} | 0 | {len(mine)} | – | {', '.join(map(str, per_apply))} |"
-        )
+    for fault in Fault:
+        mine = [r for r in runs if r.fault is fault]
+        for phase in dict.fromkeys(r.phase for r in mine):
+            hit = [r for r in mine if r.phase == phase]
+            times = [r.converged_s for r in hit if r.converged_s is not None]
+            per_apply = ", ".join(map(str, sorted({r.after.rebalanced_since_apply for r in hit})))
+            during = ", ".join(sorted({r.during for r in hit if r.during})) or "–"
+            others: dict[str, int] = {}
+            for r in hit:
+                for reason, n in r.reasons.items():
+                    if reason != "ScalingApplied":
+                        others[reason] = others.get(reason, 0) + n
+            other = ", ".join(f"{reason} {n}" for reason, n in sorted(others.items())) or "–"
+            rows.append(
+                f"| {fault} | {phase} | {len(hit)} | {len(times)} | {sum(1 for r in hit if r.problems)} "
+                f"| {_max(times)} | {during} | {per_apply} | {other} |"
+            )
     return "\n".join(rows)

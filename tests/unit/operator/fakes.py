@@ -56,7 +56,7 @@ class FakeNimbus:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail_rebalance: BaseException | None = None
     fail_describe: Exception | None = None
-    applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet
+    applies_rebalance: bool = True  # False: Storm accepts but the executors are not there yet (or never)
     journal: Journal = field(default_factory=list)
     free_slots: int | None = None  # None: Nimbus's slot count is not known
     describe_delay_s: float = 0.0  # a slow Nimbus: each describe takes this long
@@ -67,17 +67,22 @@ class FakeNimbus:
     honours_placement: bool = True  # False: Nimbus runs Storm's own scheduler, the placement is ignored
     placement: list[list[dict[str, int]]] | None = None  # the last one applied
     sched_status: str = ""  # what Nimbus's scheduler says of the topology
+    #: Workers Storm runs (None: one per executor); a rebalance that applies sets the count asked for,
+    #: less ``workers_short`` (a Supervisor lost meanwhile: fewer slots than workers).
+    workers: int | None = None
+    workers_short: int = 0
 
     def describe(self, topology: str) -> StormTopologyState:
         self.calls.append(("describe", topology))
         time.sleep(self.describe_delay_s)
         if self.fail_describe:
             raise self.fail_describe
+        workers = sum(self.executors.values()) if self.workers is None else self.workers
         return StormTopologyState(
             self.status,
             dict(self.executors),
             dict(self.tasks),
-            sum(self.executors.values()),
+            workers,
             self.free_slots,
             self.assignment(),
             dict(self.supervisor_slots),
@@ -119,6 +124,7 @@ class FakeNimbus:
             raise self.fail_rebalance
         if self.applies_rebalance:
             self.executors = dict(executors)
+            self.workers = workers - self.workers_short
             self.placement = layout
 
 
@@ -143,13 +149,15 @@ class FakeProfiler:
     fail: Exception | None = None
     #: The worker pods' CPU over their limits, by pod (host): what MultiLevel's choices read.
     pods: tuple[PodLoad, ...] = ()
+    #: The profile's confidence as the profiler gives it (``components[id].demand``…).
+    confidence: dict[str, Any] = field(default_factory=dict)
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         self.calls += 1
         if self.fail:
             raise self.fail
         theta = throughput(self.topology, self.topology.units, FlowModel.BACKPRESSURE)
-        return MeasuredProfile(self.topology, theta, self.age_s, pods=self.pods)
+        return MeasuredProfile(self.topology, theta, self.age_s, self.confidence, pods=self.pods)
 
 
 @dataclass

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from stormscale.operator.autoscale import congested, decide, needed_budget
+from stormscale.operator.autoscale import catching_up, congested, decide, needed_budget
 from stormscale.operator.ports import UnknownDemandError
 from stormscale.operator.status import AutoscalerState
 from stormscale.planner import FlowModel, Strategy, load_profile
@@ -61,6 +63,55 @@ def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
     assert again.budget == 3
     done = decide(3, 1, again.state, at(28), cooldown_s=300, scale_in_delay_s=900)
     assert (done.budget, done.reason) == (1, "ScaleIn")
+
+
+def draining(append: float, growth: float) -> dict[str, Any]:
+    """A profile's confidence whose Kafka-fed spout "1" appends ``append``/s, its lag growing ``growth``/s."""
+    demand = {
+        "appendRate": append,
+        "emittedRate": append - growth,
+        "lagGrowth": growth,
+        "disagreement": False,
+    }
+    return {"components": {"1": {"demand": demand}, "2": {}}}
+
+
+def test_a_source_catches_up_while_its_lag_shrinks_faster_than_a_tenth_of_its_appends() -> None:
+    assert catching_up(draining(16.0, -8.6)) == ("1",)
+    assert catching_up(draining(16.0, -1.5)) == ()  # within a tenth of 16/s
+    assert catching_up(draining(7.0, -0.8)) == ()  # within the floor of 1 record/s
+    assert catching_up(draining(16.0, 5.0)) == ()  # a growing lag is demand, sized already
+    assert catching_up({"components": {"1": {"demand": {"lagGrowth": None, "appendRate": 9}}}}) == ()
+    assert catching_up({}) == ()
+
+
+def test_a_backlog_holds_a_fall_and_its_wish_starts_over_but_never_a_rise() -> None:
+    wished = decide(3, 1, AutoscalerState(), at(0), cooldown_s=0, scale_in_delay_s=300)
+    held = decide(3, 1, wished.state, at(6), cooldown_s=0, scale_in_delay_s=300, catching_up=True)
+    assert (held.budget, held.reason, held.state.scale_in_since) == (3, "CatchingUp", None)
+    again = decide(3, 1, held.state, at(7), cooldown_s=0, scale_in_delay_s=300)
+    assert (again.budget, again.reason) == (3, "ScaleInDelayed")  # not 7 minutes wanted: 0
+    rise = decide(1, 3, AutoscalerState(), at(0), cooldown_s=0, scale_in_delay_s=300, catching_up=True)
+    assert (rise.budget, rise.reason) == (3, "ScaleOut")
+
+
+def test_auto_mode_does_not_shrink_while_a_kafka_backlog_drains() -> None:
+    """Budget 2 applied; then the demand falls (spout 1 offers 200/s, which the baseline carries):
+    a fall is wished, unless the profile says the topic's lag shrinks."""
+    w = world()
+    auto = policy(mode="Auto", budget=0, minUnits=0, maxUnits=5)
+    first = run(w, auto)
+    applied = run(w, auto, first.status, minutes=1)
+    assert applied.status["appliedBudget"] == 2
+    spout = dataclasses.replace(LINEAR.components[0], output_per_unit=200.0)
+    w.profiler.topology = dataclasses.replace(LINEAR, components=(spout, *LINEAR.components[1:]))
+    w.profiler.confidence = draining(200.0, -60.0)
+    held = run(w, auto, applied.status, minutes=3)
+    assert held.status["autoscaler"]["desiredBudget"] == 2
+    assert held.status["autoscaler"].get("scaleInSince") is None
+    w.profiler.confidence = draining(200.0, 0.0)
+    wished = run(w, auto, held.status, minutes=4)
+    assert wished.status["autoscaler"]["scaleInSince"] is not None
 
 
 def test_auto_mode_sizes_applies_and_keeps_its_state_in_status() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,9 +50,17 @@ class Pass:
     retry_after: float | None
 
 
-def run(w: World, p: Policy, status: dict[str, Any] | None = None, minutes: float = 0) -> Pass:
+def run(
+    w: World,
+    p: Policy,
+    status: dict[str, Any] | None = None,
+    minutes: float = 0,
+    generation: int | None = None,
+) -> Pass:
+    """One pass at ``minutes`` after T0; ``generation``: the resource's, when the spec changed."""
     stored = StormTopologyStatus.from_json(status)
-    outcome = reconcile(RESOURCE, p, stored, w.ports, T0 + timedelta(minutes=minutes))
+    resource = RESOURCE if generation is None else replace(RESOURCE, generation=generation)
+    outcome = reconcile(resource, p, stored, w.ports, T0 + timedelta(minutes=minutes))
     return Pass(outcome.status.to_json(), outcome.retry_after)
 
 
@@ -240,15 +248,9 @@ def test_a_refused_rebalance_scales_back_and_holds_until_the_spec_changes() -> N
     assert degraded["lastTransitionTime"] == since
     assert "9 executors above its 8 tasks" in degraded["message"]
     w.nimbus.fail_rebalance = None  # the spec changes (a new generation): planned and applied again
-    changed = reconcile(
-        Resource("streaming", "linear", 2),
-        policy(),
-        StormTopologyStatus.from_json(status),
-        w.ports,
-        T0 + timedelta(minutes=4),
-    )
+    changed = run(w, policy(), status, minutes=4, generation=2)
     assert w.nimbus.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
-    assert changed.status.pending is not None
+    assert changed.status.get("pending") is not None
 
 
 def test_a_refused_scale_is_not_undone_and_holds_too() -> None:

@@ -25,6 +25,16 @@ Recommend only show them in ``status.sizing``.
 Stabilization (Flink's autoscaler and HPA): a rise waits for the cooldown since the last change; a fall
 must be wanted for ``scaleInDelay`` without interruption, then also waits for the cooldown. Its state
 (last change, since when a fall is wanted) lives in ``status.autoscaler``, never in memory.
+
+A backlog holds a fall (our rule, as Flink's autoscaler sizes for catch-up and KEDA's Kafka scaler
+for lag): while a Kafka source's consumer lag shrinks, its spout emits more than the topic appends and
+the units that run are at work on the backlog; sizing for the append rate would take them away
+half-way and slow the catch-up. A fall is not wanted (and its wish starts over) while::
+
+    catching up  ⇔  dL/dt < −max(CATCH_UP_FLOOR, CATCH_UP_SHARE · append)
+
+(dL/dt: the least-squares slope of the group's lag over the profile's window, ``confidence.demand``;
+a lag that holds still, whatever its size, such as offsets committed every 30 s, holds nothing).
 """
 
 from __future__ import annotations
@@ -33,8 +43,9 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from stormscale.operator.status import AutoscalerState, timestamp
+from stormscale.operator.status import AutoscalerState, seconds_since, timestamp
 from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan, throughput
 from stormscale.planner.sizing.exact import max_feasible_rate, offered_rate, scaled_to
 from stormscale.planner.sizing.strategies import Sizing as PlannerSizing
@@ -42,6 +53,28 @@ from stormscale.planner.sizing.strategies import SizingError, SizingStrategy, si
 
 #: Seconds the budget strategy may take to hold a sizing within Auto's bounds (the exact program).
 CLAMP_TIME_LIMIT_S = 5.0
+
+#: A Kafka source catches up when its lag shrinks faster than this share of its append rate…
+CATCH_UP_SHARE = 0.1
+#: …and faster than this many records/s (a lag that jitters by a few records holds still).
+CATCH_UP_FLOOR = 1.0
+
+
+def catching_up(confidence: Mapping[str, Any]) -> tuple[str, ...]:
+    """Spouts whose Kafka backlog drains (module docstring), from the profile's confidence
+    (``components[id].demand {appendRate, lagGrowth}``; a spout without them never catches up)."""
+    out = []
+    components = confidence.get("components")
+    for cid, entry in sorted((components if isinstance(components, Mapping) else {}).items()):
+        demand = entry.get("demand") if isinstance(entry, Mapping) else None
+        if not isinstance(demand, Mapping):
+            continue
+        growth, append = demand.get("lagGrowth"), demand.get("appendRate")
+        if not isinstance(growth, int | float) or not isinstance(append, int | float):
+            continue
+        if growth < -max(CATCH_UP_FLOOR, CATCH_UP_SHARE * append):
+            out.append(str(cid))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -195,13 +228,6 @@ class Decision:
     reason: str
 
 
-def _seconds_since(text: str | None, now: datetime) -> float:
-    if not text:
-        return float("inf")
-    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
-    return (now - then).total_seconds()
-
-
 def decide(
     current: int,
     needed: int,
@@ -210,9 +236,11 @@ def decide(
     *,
     cooldown_s: float,
     scale_in_delay_s: float,
+    catching_up: bool = False,
 ) -> Decision:
-    """Move from ``current`` towards ``needed`` under cooldown and delayed scale-in."""
-    cooled = _seconds_since(state.last_scale_time, now) >= cooldown_s
+    """Move from ``current`` towards ``needed`` under cooldown and delayed scale-in; while a source
+    is ``catching_up`` on its backlog, a fall is not wanted (the wish starts over)."""
+    cooled = seconds_since(state.last_scale_time, now) >= cooldown_s
     kept = state.model_copy(update={"scale_in_since": None})
     if needed > current:
         if not cooled:
@@ -221,8 +249,10 @@ def decide(
         return Decision(needed, kept.model_copy(update=scaled), "ScaleOut")
     if needed == current:
         return Decision(current, kept.model_copy(update={"desired_budget": current}), "Sized")
+    if catching_up:
+        return Decision(current, kept.model_copy(update={"desired_budget": current}), "CatchingUp")
     since = state.scale_in_since or timestamp(now)
-    waited = _seconds_since(since, now) >= scale_in_delay_s
+    waited = seconds_since(since, now) >= scale_in_delay_s
     if waited and cooled:
         scaled = {"desired_budget": needed, "last_scale_time": timestamp(now)}
         return Decision(needed, kept.model_copy(update=scaled), "ScaleIn")

@@ -3,7 +3,9 @@
 The decision is a function of the spec, the status and what the ports report; applying it *sets*
 replicas and executor counts, never adds to them, so a crash between the two writes converges on the
 next pass. The plan being applied is written to ``status.pending`` before the first write, so the pass
-after a crash finishes that plan instead of planning anew.
+after a crash finishes that plan instead of planning anew. Storm is not trusted to run what it
+accepted: a rebalance it forgot (a Nimbus restart, STORM-3516) is asked for again, at most
+:data:`MAX_REBALANCES` times in all (see :func:`_rebalance`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from datetime import datetime
 
 from stormscale.aggregation import PublishedError, configmap_name
 from stormscale.operator import packing
-from stormscale.operator.autoscale import SizedUnits, decide, needed_budget, size_units, target_of
+from stormscale.operator.autoscale import (
+    SizedUnits,
+    catching_up,
+    decide,
+    needed_budget,
+    size_units,
+    target_of,
+)
 from stormscale.operator.policy import Mode, PlacementKind, Policy, ProfileSource
 from stormscale.operator.ports import (
     Events,
@@ -48,6 +57,7 @@ from stormscale.operator.status import (
     Reason,
     SizingSummary,
     StormTopologyStatus,
+    seconds_since,
     timestamp,
 )
 from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan, throughput
@@ -59,6 +69,16 @@ from stormscale.storm.placement import PlacementError
 AUTO_PERIOD_S = 60.0
 RETRY_REBALANCE_S = 15.0
 REBALANCE_WAIT_SECS = 5
+#: Rebalance requests for one pending plan, the first included: Storm running other executors or
+#: workers than asked for after the last one had time to finish is asked again, up to this many.
+MAX_REBALANCES = 3
+#: Seconds past the rebalance's wait before Storm's executors are judged: Nimbus schedules the new
+#: assignment right after the wait (the next pass comes RETRY_REBALANCE_S after a request anyway).
+REBALANCE_GRACE_S = 10.0
+#: Seconds past the wait after which a topology still REBALANCING is reported stalled: a restarted
+#: Nimbus re-arms the wait once it leads again (tens of seconds), one that lost the delayed
+#: rebalance never ends it (STORM-3516, fixed in Storm 2.1).
+REBALANCE_STALL_S = 120.0
 OPTIMAL_TIME_LIMIT_S = 10.0
 #: Seconds after a rebalance that carried a placement during which a layout Nimbus does not report
 #: yet is waited for (Progressing); after it, Degraded/PlacementNotApplied.
@@ -364,7 +384,7 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
         seen = sized
     budget = seen.budget
     if pending and pending.budget == budget:
-        return _apply(seen, dict(pending.units), pending.placement)
+        return _apply(seen, pending)
     st.status.pending = None
     if _converged(st.status, budget, storm, workers, policy):
         drift = placement_drift(st.status.placement, storm, policy)
@@ -379,18 +399,24 @@ def _reconcile(resource: Resource, policy: Policy, st: _Book, ports: Ports) -> O
     return _plan_and_apply(seen, baseline, measured)
 
 
+#: Degraded reasons that end an apply for good: held until the spec (or Auto's budget) changes.
+GIVEN_UP = (Reason.APPLY_REFUSED, Reason.REBALANCE_NOT_APPLIED)
+
+
 def refused_before(status: StormTopologyStatus, generation: int, budget: int) -> bool:
-    """Whether applying ``budget`` was refused already for this very spec (generation).
+    """Whether applying ``budget`` was refused (or Storm ignored every rebalance of it) already for
+    this very spec (generation).
 
     A refusal is, by the ports' contract, not mended by retrying: re-planning and re-applying every
     pass only scaled the Deployment up and down and posted a Warning each time. Held until the spec
-    changes (a new generation) or the budget to apply does (Auto mode under another load).
+    changes (a new generation) or the budget to apply does (Auto mode under another load). The same
+    holds once :data:`MAX_REBALANCES` rebalances were accepted and none ran.
     """
     degraded, plan = status.condition(DEGRADED), status.last_plan
     return (
         degraded is not None
         and degraded.status == "True"
-        and degraded.reason == Reason.APPLY_REFUSED
+        and degraded.reason in GIVEN_UP
         and degraded.observed_generation == generation
         and plan is not None
         and plan.budget == budget
@@ -401,8 +427,9 @@ def _hold_refused(seen: _Pass) -> Outcome:
     """The refused apply stays refused: no plan, no write but the scale back, no new Warning."""
     st = seen.st
     degraded = st.status.condition(DEGRADED)
+    reason = Reason(degraded.reason) if degraded is not None else Reason.APPLY_REFUSED
     message = degraded.message if degraded is not None else "apply refused"
-    return _refused(seen, message, seen.workers.replicas)
+    return _refused(seen, message, seen.workers.replicas, reason)
 
 
 def _refresh_baseline(st: _Book, storm: StormTopologyState) -> None:
@@ -580,6 +607,7 @@ def _auto_budget(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
         st.now,
         cooldown_s=policy.cooldown_s,
         scale_in_delay_s=policy.scale_in_delay_s,
+        catching_up=bool(catching_up(measured.confidence)),
     )
     st.status.autoscaler = decision.state
     if not sizing.sufficient:
@@ -611,6 +639,7 @@ def _auto_sized(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int]
         st.now,
         cooldown_s=policy.cooldown_s,
         scale_in_delay_s=policy.scale_in_delay_s,
+        catching_up=bool(catching_up(measured.confidence)),
     )
     st.status.autoscaler = decision.state
     limited = "; ".join(sized.limits) or None
@@ -774,7 +803,7 @@ def _lay_out_and_apply(seen: _Pass, measured: MeasuredProfile, target: dict[str,
         st.set(PROGRESSING, False, Reason.RECOMMENDED, "Recommend mode: the plan is in status.lastPlan only")
         st.set(READY, True, Reason.RECOMMENDED, f"Plan for budget {seen.budget} recommended, not applied")
         return Outcome(st.status)
-    st.status.pending = PendingApply(
+    pending = st.status.pending = PendingApply(
         budget=seen.budget,
         units=target,
         replicas=_replicas(target, placement, policy),
@@ -787,7 +816,7 @@ def _lay_out_and_apply(seen: _Pass, measured: MeasuredProfile, target: dict[str,
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, str(err))
     except RefusedError as err:
         return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
-    return _apply(seen, target, placement)
+    return _apply(seen, pending)
 
 
 def sized_plan_summary(
@@ -873,27 +902,43 @@ def _replicas(target: Mapping[str, int], placement: PlacementStatus | None, poli
     )
 
 
-def _apply(seen: _Pass, target: dict[str, int], placement: PlacementStatus | None = None) -> Outcome:
+def _workers_asked(target: Mapping[str, int], placement: PlacementStatus | None) -> int:
+    """Workers a rebalance to ``target`` asks for: the placement's, else one per unit."""
+    return placement.workers if placement is not None else sum(target.values())
+
+
+def _apply(seen: _Pass, pending: PendingApply) -> Outcome:
     """Make it so: replicas, then one rebalance (carrying the placement), then verify (on a later pass
-    if Storm is busy or has not assigned the placement yet)."""
+    if Storm is busy or has not assigned the placement yet). ``pending`` is the saved intent
+    (``status.pending``): the target units and the placement are read from it, and it records the
+    rebalance requests (:func:`_rebalance`).
+
+    A rebalance is asked for while Storm runs other executors than the target or, once asked, another
+    worker count than asked for (the placement's, else one per unit): a lost rebalance, or a
+    placement Stormscale's scheduler assigned nothing of. :func:`_rebalance` bounds those requests
+    (:data:`MAX_REBALANCES` in all, then ``RebalanceNotApplied``). A placement Nimbus does not lay out
+    while it runs the target executors on those workers is asked for once if no rebalance was made
+    yet (the executors already were the target), and never again: Storm ran the rebalance, the layout
+    is its scheduler's to assign, and another rebalance would only restart every worker. It is waited
+    for, then reported, with the plan kept pending (:func:`_placement_pending`)."""
     resource, spec, st, ports = seen.resource, seen.policy.spec, seen.st, seen.ports
     workers, storm = seen.workers, seen.storm
+    target, placement = dict(pending.units), pending.placement
     replicas = _replicas(target, placement, seen.policy)
+    slots = _workers_asked(target, placement)
+    asked = bool(pending.rebalances)
     st.healthy()
     now_replicas = workers.replicas
-    pending = st.status.pending
     missing: list[str] = []
     try:
         if workers.replicas != replicas:
             ports.deployments.scale(resource.namespace, spec.workers.deployment, replicas)
             now_replicas = replicas
         if storm.status == "REBALANCING":
-            return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
+            return _rebalancing(seen, pending)
         layout = None if placement is None else packing.as_placement(placement.counts())
         missing = [] if layout is None else packing.problems(layout, storm, spec.topology_name)
-        requested = pending.rebalanced if pending is not None else None
-        if dict(storm.executors) != target or (missing and requested is None):
-            slots = placement.workers if placement is not None else sum(target.values())
+        if not runs(storm, target, slots, asked=asked) or (missing and not asked):
             if not storm.slots_for(slots):
                 # Storm would put two executors in one worker (Even scheduler: slots used = min(workers,
                 # free slots)) and keep them there once the late pods' Supervisors register.
@@ -902,14 +947,7 @@ def _apply(seen: _Pass, target: dict[str, int], placement: PlacementStatus | Non
                     f"needed, {storm.free_slots} free + {storm.workers} held"
                 )
                 return _progressing(st, Reason.WAITING_FOR_SLOTS, message)
-            counts = None if placement is None else placement.counts()
-            ports.nimbus.rebalance(spec.topology_name, target, slots, REBALANCE_WAIT_SECS, counts)
-            if pending is not None:
-                pending.rebalanced = timestamp(st.now)
-            where = "" if placement is None else f" ({packing.choices_text(placement)})"
-            return _progressing(
-                st, Reason.REBALANCE_REQUESTED, f"Rebalance to {_units_text(target)} requested{where}"
-            )
+            return _rebalance(seen, pending, now_replicas)
     except RefusedError as err:
         return _refused(seen, str(err), now_replicas)
     except UnavailableError as err:
@@ -918,16 +956,18 @@ def _apply(seen: _Pass, target: dict[str, int], placement: PlacementStatus | Non
         return st.degraded(Reason.INVALID_STATUS, str(err))
     if missing:
         said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
-        return _placement_pending(st, pending.rebalanced if pending is not None else None, [*said, *missing])
+        return _placement_pending(st, pending.last_rebalance, [*said, *missing])
     return _verified(st, seen.budget, target, placement)
 
 
 def _placement_pending(st: _Book, requested: str | None, missing: list[str]) -> Outcome:
-    """Nimbus runs the target executors but not the placement: waited for within
-    :data:`PLACEMENT_GRACE_S` of the rebalance, then ``Degraded/PlacementNotApplied`` (still checked
-    every pass, never rebalanced again)."""
+    """Nimbus runs the target executors on the placement's worker count but not the placement: waited
+    for within :data:`PLACEMENT_GRACE_S` of the last rebalance (``requested``), then
+    ``Degraded/PlacementNotApplied`` with the plan kept pending (still checked every pass, never
+    rebalanced again, and not counted towards :data:`MAX_REBALANCES`: that bound is for rebalances
+    Storm did not run; this one it ran)."""
     shown = "; ".join(missing[:3]) + ("; …" if len(missing) > 3 else "")
-    waited = _seconds_since(requested, st.now)
+    waited = seconds_since(requested, st.now)
     if waited < PLACEMENT_GRACE_S:
         return _progressing(
             st, Reason.WAITING_FOR_PLACEMENT, f"waiting for Nimbus to assign the placement: {shown}"
@@ -939,15 +979,86 @@ def _placement_pending(st: _Book, requested: str | None, missing: list[str]) -> 
     return st.degraded(Reason.PLACEMENT_NOT_APPLIED, message)
 
 
-def _seconds_since(text: str | None, now: datetime) -> float:
-    if not text:
-        return float("inf")
-    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
-    return (now - then).total_seconds()
+def runs(storm: StormTopologyState, target: Mapping[str, int], workers: int, *, asked: bool) -> bool:
+    """Whether Storm runs ``target``: those executors per component and, once the operator has asked
+    for a rebalance to it (``asked``), on the ``workers`` that rebalance asked for (one per unit, or
+    the placement's). (Before, the workers are the user's: a topology whose executors already are the
+    target, at budget 0 say, is left on the workers it was submitted with.)"""
+    executors = dict(storm.executors) == dict(target)
+    return executors and (not asked or storm.workers == workers)
 
 
-def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
-    """Storm or Kubernetes refused the apply: forget the plan and scale the Deployment back.
+def _rebalancing(seen: _Pass, pending: PendingApply) -> Outcome:
+    """Storm reports REBALANCING: wait, unless it has for :data:`REBALANCE_STALL_S` past our last
+    request's wait; then say so (``Degraded/RebalanceStalled``) and keep the plan pending. Nimbus
+    refuses a rebalance while one is pending, so asking again cannot help; Storm finishing it later
+    is verified as usual."""
+    st = seen.st
+    waited = seconds_since(pending.last_rebalance, st.now)
+    if pending.last_rebalance and waited > REBALANCE_WAIT_SECS + REBALANCE_STALL_S:
+        message = (
+            f"Storm has been rebalancing topology {seen.policy.spec.topology_name} for {waited:.0f}s since "
+            f"the request (wait {REBALANCE_WAIT_SECS}s): Nimbus may have lost the delayed rebalance "
+            "(STORM-3516); the plan stays pending"
+        )
+        return st.degraded(Reason.REBALANCE_STALLED, message)
+    return _progressing(st, Reason.REBALANCING, "Storm is rebalancing the topology")
+
+
+def _rebalance(seen: _Pass, pending: PendingApply, replicas: int) -> Outcome:
+    """Ask Storm to run the pending plan: once, and again while it runs something else after the last
+    request had its wait and :data:`REBALANCE_GRACE_S` (Nimbus accepted it and lost it: a restart
+    between the request and its delayed execution, STORM-3516). A rebalance *sets* every component's
+    executors and the worker count, and with ``workers.placement`` carries the whole placement
+    (``pending.placement``), so asking again is safe and re-sends the same layout. A request again is
+    recorded in ``status.pending`` before it is made (intent first) and announced by one Warning. Only
+    requests Nimbus may have accepted count: one that failed as unavailable (Nimbus down) is not, and
+    is retried after that reason's delay like any other. After :data:`MAX_REBALANCES` requests the
+    plan is given up like a refused one
+    (``Degraded/RebalanceNotApplied``: the Deployment back to what Storm runs, held until the spec
+    changes)."""
+    st, storm, spec = seen.st, seen.storm, seen.policy.spec
+    target, placement = dict(pending.units), pending.placement
+    slots = _workers_asked(target, placement)
+    asked = pending.rebalances or 0
+    since = seconds_since(pending.last_rebalance, st.now)
+    wanted = f"{_units_text(target)} on {slots} workers"
+    ran = f"{_units_text(storm.executors)} on {storm.workers} workers"
+    if asked and since < REBALANCE_WAIT_SECS + REBALANCE_GRACE_S:
+        message = f"Rebalance to {wanted} requested {since:.0f}s ago"
+        return _progressing(st, Reason.REBALANCE_REQUESTED, message)
+    if asked >= MAX_REBALANCES:
+        said = f" (the scheduler says: {storm.sched_status})" if storm.sched_status else ""
+        message = f"Storm accepted {asked} rebalances to {wanted} and runs {ran}{said}: none was applied"
+        return _refused(seen, message, replicas, Reason.REBALANCE_NOT_APPLIED)
+    before = pending.rebalances, pending.last_rebalance
+    pending.rebalances, pending.last_rebalance = asked + 1, timestamp(st.now)
+    if asked:
+        try:  # intent first: a crash from here on counts this request
+            seen.ports.status.save(seen.resource.namespace, seen.resource.name, st.status)
+        except (UnavailableError, RefusedError) as err:
+            return st.degraded(Reason.KUBERNETES_UNAVAILABLE, f"status not saved, so nothing applied: {err}")
+    counts = None if placement is None else placement.counts()
+    try:
+        seen.ports.nimbus.rebalance(spec.topology_name, target, slots, REBALANCE_WAIT_SECS, counts)
+    except UnavailableError:
+        pending.rebalances, pending.last_rebalance = before  # not accepted: Nimbus is down, try later
+        raise
+    if asked:
+        message = (
+            f"Storm runs {ran} {since:.0f}s after the rebalance to {wanted}: asked again "
+            f"({asked + 1} of {MAX_REBALANCES})"
+        )
+        st.events.append(("Warning", Reason.REBALANCE_REISSUED, message))
+    again = f" again ({asked + 1} of {MAX_REBALANCES})" if asked else ""
+    where = "" if placement is None else f" ({packing.choices_text(placement)})"
+    message = f"Rebalance to {_units_text(target)} requested{again}{where}"
+    return _progressing(st, Reason.REBALANCE_REQUESTED, message)
+
+
+def _refused(seen: _Pass, message: str, replicas: int, reason: Reason = Reason.APPLY_REFUSED) -> Outcome:
+    """Storm or Kubernetes refused the apply (or Storm ran none of the rebalances it accepted): forget
+    the plan and scale the Deployment back.
 
     Back to the pods the units Storm runs need, rather than keeping the new ones for a retry: a
     refusal is not mended by retrying (:func:`refused_before` holds it until the spec changes), and
@@ -962,16 +1073,16 @@ def _refused(seen: _Pass, message: str, replicas: int) -> Outcome:
     else:
         running = replicas_for(storm.executors, spec.workers.slots_per_pod)
     if replicas == running:
-        return st.degraded(Reason.APPLY_REFUSED, message)
+        return st.degraded(reason, message)
     try:
         seen.ports.deployments.scale(resource.namespace, spec.workers.deployment, running)
     except (RefusedError, UnavailableError) as err:
-        outcome = st.degraded(Reason.APPLY_REFUSED, message)
+        outcome = st.degraded(reason, message)
         LOG.warning(
             "[%s/%s] scaling back to %d replicas failed: %s", resource.namespace, resource.name, running, err
         )
         return Outcome(outcome.status, RETRY_AFTER[Reason.APPLY_UNAVAILABLE])
-    return st.degraded(Reason.APPLY_REFUSED, message)
+    return st.degraded(reason, message)
 
 
 def _progressing(st: _Book, reason: Reason, message: str) -> Outcome:

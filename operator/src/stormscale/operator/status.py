@@ -48,6 +48,8 @@ class Reason(StrEnum):
     APPLY_REFUSED = "ApplyRefused"
     APPLY_UNAVAILABLE = "ApplyUnavailable"
     PLACEMENT_NOT_APPLIED = "PlacementNotApplied"
+    REBALANCE_NOT_APPLIED = "RebalanceNotApplied"
+    REBALANCE_STALLED = "RebalanceStalled"
     INVALID_SPEC = "InvalidSpec"
     INVALID_STATUS = "InvalidStatus"
     INTERNAL_ERROR = "InternalError"
@@ -73,6 +75,7 @@ class Reason(StrEnum):
     # Events only
     SCALING_APPLIED = "ScalingApplied"
     BASELINE_REFRESHED = "BaselineRefreshed"
+    REBALANCE_REISSUED = "RebalanceReissued"
 
 
 #: Seconds until a degraded resource is looked at again; ``None``: only a change of the spec (or of
@@ -82,6 +85,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.WORKERS_NOT_FOUND: None,
     Reason.NO_CPU_LIMIT: None,
     Reason.APPLY_REFUSED: None,
+    Reason.REBALANCE_NOT_APPLIED: None,
     Reason.INVALID_SPEC: None,
     Reason.KUBERNETES_UNAVAILABLE: RETRY_WAITING_S,
     Reason.HPA_CONFLICT: RETRY_WAITING_S,
@@ -94,6 +98,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.INVALID_PROFILE: RETRY_WAITING_S,
     Reason.APPLY_UNAVAILABLE: RETRY_WAITING_S,
     Reason.PLACEMENT_NOT_APPLIED: RETRY_WAITING_S,
+    Reason.REBALANCE_STALLED: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
     Reason.KUBERNETES_REFUSED: 5 * RETRY_WAITING_S,
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
@@ -105,6 +110,14 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
 def timestamp(now: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, as Kubernetes writes times."""
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def seconds_since(text: str | None, now: datetime) -> float:
+    """Seconds from the time :func:`timestamp` wrote to ``now`` (infinite when there is none)."""
+    if not text:
+        return float("inf")
+    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
+    return (now - then).total_seconds()
 
 
 class _Status(BaseModel):
@@ -168,16 +181,22 @@ class PlacementStatus(_Status):
 
 
 class PendingApply(_Status):
-    """The plan being applied, saved before the first write (the intent a crash resumes)."""
+    """The plan being applied, saved before the first write (the intent a crash resumes).
+
+    ``rebalances`` counts the rebalance requests made for it and ``last_rebalance`` is when the last
+    one was made: Storm may accept a rebalance and never run it (a Nimbus restart lost it, STORM-3516),
+    so a pass that finds other executors or workers than asked for, once the last request had time to
+    finish, asks again (with ``placement``, carried again), a bounded number of times (reconcile's
+    ``MAX_REBALANCES``). A ``placement`` Nimbus does not run yet while it runs the executors is waited
+    for from ``last_rebalance`` on (reconcile's ``PLACEMENT_GRACE_S``), never asked for again."""
 
     budget: int
     units: dict[str, int]
     replicas: int
     since: str
     placement: PlacementStatus | None = None
-    #: When the rebalance carrying ``placement`` was sent (a placement Nimbus does not run yet is
-    #: waited for, not sent again).
-    rebalanced: str | None = None
+    rebalances: int | None = None
+    last_rebalance: str | None = None
 
 
 class SizingSummary(_Status):
