@@ -72,7 +72,7 @@ bench-faults: venv prometheus
 bench-units: venv prometheus
 	$(BIN)/python -m pytest -p tests.conftest bench/test_bolt_units.py -s
 
-## bench-target: raise spec.scaling.targetRate on the test bed (Kafka-fed JVM linear topology, Auto mode, a fixed load): the operator sizes, packs and applies; target, sized units, the planner's optimum and pod bound, pods used (placement, Deployment, Nimbus), measured rate, for Exact and MBA on SAM with pods of 2 slots against Storm's one-slot placement (about 40 minutes; QUICK=1: one run, about 10; TARGET=N tuples/s): table on stdout, records in bench/out/target.json
+## bench-target: raise spec.scaling.targetRate on the test bed (Kafka-fed JVM linear topology, Auto mode, a fixed load): the operator sizes, packs and applies; target, sized units, the planner's optimum and pod bound, pods used (placement, Deployment, Nimbus), measured rate, for Exact and MBA on SAM with pods of 2 slots against Storm's one-slot placement (about 30 minutes; QUICK=1: one run, about 8; TARGET=N tuples/s): table on stdout, records in bench/out/target.json
 bench-target: venv prometheus
 	$(BIN)/python -m bench.target $(if $(QUICK),--quick) $(if $(TARGET),--target $(TARGET))
 

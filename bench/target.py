@@ -5,7 +5,7 @@ the measured throughput reach the target, and how many units and pods did it tak
 planner's optimum?
 
 Run: ``make bench-target`` (or ``.venv/bin/python -m bench.target [--quick] [--target 30]``), about
-40 minutes for the four runs, 10 for ``--quick`` (one run: Exact on SAM pods of 2 slots). It takes
+30 minutes for the four runs, 8 for ``--quick`` (one run: Exact on SAM pods of 2 slots). It takes
 the real-stack lock itself (:func:`bench.accuracy.heavy_lock`), starts the whole test bed
 (:class:`~tests.harness.bed.stack.Stack`) and the operator, prints progress lines, then the table;
 every run's record goes to ``bench/out/target.json``.
