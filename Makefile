@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet bench-reaction bench-faults bench-units accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet bench-reaction bench-faults bench-units bench-target accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -71,6 +71,10 @@ bench-faults: venv prometheus
 ## bench-units: units are real: a saturated CPU-bound bolt on one worker pod at 500m, 1000m and 500m again, through Storm (about 5 minutes; an assertion-bearing measurement, moved out of make test to keep CI within its budget)
 bench-units: venv prometheus
 	$(BIN)/python -m pytest -p tests.conftest bench/test_bolt_units.py -s
+
+## bench-target: raise spec.scaling.targetRate on the test bed (Kafka-fed JVM linear topology, Auto mode, a fixed load): the operator sizes, packs and applies; target, sized units, the planner's optimum and pod bound, pods used (placement, Deployment, Nimbus), measured rate, for Exact and MBA on SAM with pods of 2 slots against Storm's one-slot placement (about 30 minutes; QUICK=1: one run, about 8; TARGET=N tuples/s): table on stdout, records in bench/out/target.json
+bench-target: venv prometheus
+	$(BIN)/python -m bench.target $(if $(QUICK),--quick) $(if $(TARGET),--target $(TARGET))
 
 ## accuracy: the operator's predicted throughput against the measured one, budget 0 -> 3 on each scenario, and one bottleneck's throughput against its units (the test bed; about 100 minutes): tables on stdout, plot in bench/out/accuracy.png
 accuracy: venv prometheus

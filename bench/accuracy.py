@@ -242,7 +242,7 @@ def heavy_lock(path: Path = LOCK) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            _progress(f"[accuracy] waiting for {path}: another real-stack run holds it")
+            _progress(f"waiting for {path}: another real-stack run holds it")
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -52,6 +52,8 @@ from tests.harness.storm.home import ensure_storm_home
 from tests.harness.storm.topology import Topology, kill, submit
 
 CRD = REPO_ROOT / "crds" / "stormtopologies.stormscale.io.yaml"
+#: The worker container's variable that says how many slots its Supervisor offers.
+SLOTS_ENV = "STORM_SUPERVISOR_SLOTS"
 OPERATOR_READY_S = 120.0
 OPERATOR_STOP_GRACE_S = 15.0
 WORKERS_LABEL = "stormscale.io/storm-workers"
@@ -114,6 +116,9 @@ class Scenario:
     #: A Kafka source's load while the scenario runs (a :class:`Schedule`'s text, started by
     #: :meth:`Stack.deploy` once the topology runs and stopped by :meth:`Stack.undeploy`); "": none.
     load: str = ""
+    #: Storm slots (workers) per worker pod: each pod's Supervisor offers this many, and its CPU limit
+    #: is ``unit_cpu`` per slot (the spec's ``workers.slotsPerPod``; a unit is a slot's share).
+    slots_per_pod: int = 1
 
     @property
     def deployment(self) -> str:
@@ -128,14 +133,22 @@ class Scenario:
     def settle_s(self) -> float:
         return float(self.settle.removesuffix("s"))
 
+    @property
+    def pod_cpu(self) -> str:
+        """A worker pod's CPU limit: ``unit_cpu`` per slot."""
+        return f"{millicores(self.unit_cpu) * self.slots_per_pod}m"
+
 
 def worker_deployment(scenario: Scenario, replicas: int) -> dict[str, Any]:
-    """The worker Deployment: one Storm Supervisor per replica, its CPU limit is the resource unit."""
+    """The worker Deployment: one Storm Supervisor per replica with ``slots_per_pod`` slots (the
+    container's :data:`SLOTS_ENV`, as a chart would template ``supervisor.slots.ports``), its CPU
+    limit a resource unit per slot."""
     labels = {"app": scenario.deployment}
     container = {
         "name": "supervisor",
         "image": "apache/storm:2.8.3",
-        "resources": {"limits": {"cpu": scenario.unit_cpu}},
+        "env": [{"name": SLOTS_ENV, "value": str(scenario.slots_per_pod)}],
+        "resources": {"limits": {"cpu": scenario.pod_cpu}},
     }
     return {
         "apiVersion": "apps/v1",
@@ -162,7 +175,7 @@ def storm_topology(
             "nimbus": {"host": "127.0.0.1", "port": nimbus_port},
             "workers": {
                 "deployment": scenario.deployment,
-                "slotsPerPod": 1,
+                "slotsPerPod": scenario.slots_per_pod,
                 "podOverheadCPU": pod_overhead_cpu,
             },
             "metrics": {
@@ -204,6 +217,17 @@ def kafka_properties(scenario: Scenario, bootstrap: str, seen_dir: Path) -> dict
         "kafka.group": scenario.group,
         "seen.dir": str(seen_dir),
     }
+
+
+def supervisor_slots(container: Mapping[str, Any]) -> int:
+    """The slots a worker container's Supervisor offers: its :data:`SLOTS_ENV` (default 1)."""
+    for var in container.get("env") or ():
+        if var.get("name") == SLOTS_ENV:
+            slots = int(var.get("value", "1"))
+            if slots < 1:
+                raise ValueError(f"{SLOTS_ENV}: at least 1 slot, got {slots}")
+            return slots
+    return 1
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
@@ -300,8 +324,9 @@ class Stack:
         self.plane.kubectl("create", "namespace", self.namespace)
 
     def _supervisor(self, replica: Replica) -> Command:
-        """A worker pod's Supervisor; it announces its pod's address (``storm.local.hostname``)."""
-        spec = self.storm.launcher(replica)
+        """A worker pod's Supervisor with the slots its container asks for (:func:`supervisor_slots`);
+        it announces its pod's address (``storm.local.hostname``)."""
+        spec = self.storm.launcher(replica, slots=supervisor_slots(replica.container))
         return Command(list(spec.argv), dict(spec.env), spec.cwd, pod_ip=str(spec.extra["host"]))
 
     def _start_exporter(self) -> None:
@@ -389,7 +414,8 @@ class Stack:
         replicas = len(scenario.components)
         self.storm.launcher.extra_conf.update(scenario.storm_conf)
         self._step(
-            f"worker Deployment {scenario.deployment}: {replicas} pods at {scenario.unit_cpu} CPU each"
+            f"worker Deployment {scenario.deployment}: {replicas} pods at {scenario.pod_cpu} CPU each "
+            f"({scenario.slots_per_pod} slot(s))"
         )
         self.kubectl_apply(worker_deployment(scenario, replicas))
         wait_for(
@@ -439,7 +465,7 @@ class Stack:
         Kept for the StormTopology."""
         time.sleep(OVERHEAD_WARM_S)
         self.nimbus().deactivate(scenario.name)
-        limit = millicores(scenario.unit_cpu) / 1000
+        limit = millicores(scenario.pod_cpu) / 1000
         try:
             time.sleep(OVERHEAD_DRAIN_S)
             groups = self.pod_cgroups(scenario)

@@ -58,7 +58,7 @@ def sink_rate(
     every = ExecutedCounter(stack.nimbus(), topology_id, scenario.components)
     measured = rate_over(ExecutedCounter(stack.nimbus(), topology_id, scenario.sinks), window_s, every.each)
     seconds = time.monotonic() - start
-    quota_cores = parse_cpu_millis(scenario.unit_cpu) / 1000
+    quota_cores = parse_cpu_millis(scenario.pod_cpu) / 1000
     use = {
         name: QuotaUse.between(before[name], g.bandwidth(), seconds, quota_cores)
         for name, g in groups.items()

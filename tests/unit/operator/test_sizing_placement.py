@@ -10,9 +10,12 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import PodLoad
+from stormscale.planner.placement.strategies import PlacementStrategy
+from stormscale.planner.placement.units import place_units
+from stormscale.planner.sizing.exact import scaled_to
 
 from .fakes import World
-from .test_reconcile import Pass, conditions, run, world
+from .test_reconcile import LINEAR, Pass, conditions, run, world
 
 LINEAR_UNITS = {"1": 1, "2": 2, "3": 2, "4": 1}  # demand 500/s: ⌈500/400⌉, ⌈500/250⌉ (the exact minimum)
 
@@ -177,6 +180,25 @@ def test_sam_packs_the_units_on_pods_of_two_slots_and_the_rebalance_carries_it()
     again = run(w, spec({"placement": "SAM", "slotsPerPod": 2}), done.status, minutes=2)
     assert conditions(again)["Ready"] == ("True", "Applied")
     assert len(rebalances(w)) == 1  # converged: Storm runs the placement
+
+
+def test_a_sizing_is_packed_at_the_rate_it_was_sized_for_not_at_the_measured_demand() -> None:
+    """Auto sizes the thesis's linear topology (500/s offered) for 1000/s: 3, 4 and 2 units of bolts 2,
+    3 and 4. At 1000/s they run 83 %, 100 % and 56 % busy, so no two share a slot and SAM needs 10
+    slots, 5 pods of 2 (as the planner places the sizing for its rate). Packed at the 500/s measured
+    now (42 %, 50 %, 28 % busy) they would share slots, 3 pods, too few for the target."""
+    w = world(system={"__acker": 1})
+    auto = spec(
+        {"placement": "SAM", "slotsPerPod": 2}, mode="Auto", budget=0, targetRate=1000, sizing="Exact"
+    )
+    done = converge(w, auto)
+    units = {"1": 1, "2": 3, "3": 4, "4": 2}
+    assert done.status["units"] == units
+    at_target = place_units(scaled_to(LINEAR, 1000), units, PlacementStrategy.SAM, 2).placement
+    at_demand = place_units(LINEAR, units, PlacementStrategy.SAM, 2).placement
+    assert (at_target.pod_count, at_demand.pod_count) == (5, 3)  # the case this test is about
+    assert done.status["placement"]["pods"] == w.cluster.replicas == 5
+    assert done.status["placement"]["workers"] == 10
 
 
 def test_pdeployer_packs_executors_of_several_components_into_one_worker_per_pod() -> None:

@@ -62,7 +62,7 @@ from stormscale.operator.status import (
 )
 from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan, throughput
 from stormscale.planner.placement.shukla import MappingError
-from stormscale.planner.sizing.exact import TargetRateError
+from stormscale.planner.sizing.exact import TargetRateError, scaled_to
 from stormscale.planner.sizing.strategies import SizingError
 from stormscale.storm.placement import PlacementError
 
@@ -868,13 +868,21 @@ def _show_sizing(seen: _Pass, measured: MeasuredProfile, baseline: dict[str, int
 def _placement(
     seen: _Pass, measured: MeasuredProfile, target: Mapping[str, int]
 ) -> PlacementStatus | Outcome:
-    """``workers.placement``: the layout of ``target`` (:mod:`.packing`) with Storm's own executors."""
+    """``workers.placement``: the layout of ``target`` (:mod:`.packing`) with Storm's own executors.
+
+    The executors are packed at their busy fractions under the flow they are to run: Auto's sizing for
+    Ω_s at Ω_s (every source scaled to it, as ``stormscale place`` places a sizing plan), a budget plan
+    at the demand it was planned for. (Packed at the demand measured now, a sizing for a higher
+    target put executors that each need most of a slot at Ω into one: too few pods for the target.)
+    """
     policy, st, storm = seen.policy, seen.st, seen.storm
     kind = policy.placement
     assert kind is not None
     slots = policy.spec.workers.slots_per_pod
     try:
         model = planning_model(measured.topology, target, storm.tasks, policy)
+        if seen.sized is not None:
+            model = scaled_to(model, seen.sized.sized_rate)
         if kind is PlacementKind.MULTI_LEVEL:
             now = packing.running(st.status.placement, storm, policy.spec.topology_name)
             planned = packing.grow(now, target, model, measured.pods, slots)
