@@ -31,6 +31,11 @@ def test_a_high_enough_threshold_tolerates_light_congestion() -> None:
     assert congested(LINEAR, LINEAR.units, FlowModel.DROP, 0.5) == ["3"]  # 2 is 25% over, 3 is 60% over
 
 
+def test_the_needed_budget_may_be_max_units_itself() -> None:
+    sizing = needed_budget(LINEAR, (0, 2), strategy=Strategy.COMBINED, model=FlowModel.DROP, threshold=0.05)
+    assert (sizing.budget, sizing.sufficient) == (2, True)
+
+
 def test_sizing_reports_when_max_units_is_not_enough() -> None:
     sizing = needed_budget(LINEAR, (0, 1), strategy=Strategy.COMBINED, model=FlowModel.DROP, threshold=0.05)
     assert (sizing.budget, sizing.sufficient) == (1, False)
@@ -44,6 +49,8 @@ def test_scale_out_waits_for_the_cooldown() -> None:
     state = AutoscalerState(last_scale_time="2026-11-22T12:00:00Z")
     early = decide(1, 3, state, at(2), cooldown_s=300, scale_in_delay_s=900)
     assert (early.budget, early.reason) == (1, "CoolingDown")
+    cooled = decide(1, 3, state, at(5), cooldown_s=300, scale_in_delay_s=900)
+    assert (cooled.budget, cooled.reason) == (3, "ScaleOut")  # a cooldown's end is cooled
     late = decide(1, 3, state, at(6), cooldown_s=300, scale_in_delay_s=900)
     assert (late.budget, late.reason, late.state.last_scale_time) == (3, "ScaleOut", "2026-11-22T12:06:00Z")
 
@@ -63,6 +70,8 @@ def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
     assert again.budget == 3
     done = decide(3, 1, again.state, at(28), cooldown_s=300, scale_in_delay_s=900)
     assert (done.budget, done.reason) == (1, "ScaleIn")
+    later = decide(3, 1, again.state, at(29.5), cooldown_s=300, scale_in_delay_s=900)
+    assert (later.budget, later.reason) == (1, "ScaleIn")  # past the delay, not only at it
 
 
 def draining(append: float, growth: float) -> dict[str, Any]:
@@ -83,6 +92,8 @@ def test_a_source_catches_up_while_its_lag_shrinks_faster_than_a_tenth_of_its_ap
     assert catching_up(draining(16.0, 5.0)) == ()  # a growing lag is demand, sized already
     assert catching_up({"components": {"1": {"demand": {"lagGrowth": None, "appendRate": 9}}}}) == ()
     assert catching_up({}) == ()
+    without = {"components": {"0": {}, **draining(16.0, -8.6)["components"]}}
+    assert catching_up(without) == ("1",)  # a spout without a Kafka source is skipped, not the end
 
 
 def test_a_backlog_holds_a_fall_and_its_wish_starts_over_but_never_a_rise() -> None:

@@ -149,6 +149,14 @@ def test_a_sizing_above_max_units_is_held_there_by_the_budget_strategy_and_said(
     assert "could not be moved" not in limited  # every unit found a place to come from
 
 
+def test_a_sizing_below_min_units_is_raised_there_by_the_budget_strategy_and_said() -> None:
+    w = world()
+    done = converge(w, spec(mode="Auto", budget=0, minUnits=8, maxUnits=10, targetRate=1000))
+    assert done.status["appliedBudget"] == 8
+    limited = next(c["message"] for c in done.status["conditions"] if c["type"] == "ScalingLimited")
+    assert "moved +2 units to hold scaling.minUnits 8" in limited
+
+
 def test_a_target_beyond_the_task_counts_is_sized_at_the_most_they_sustain() -> None:
     w = world(tasks={"1": 1, "2": 8, "3": 4, "4": 8})  # bolt 3: at most 4 units of 250/s
     done = converge(w, spec(mode="Auto", budget=0, maxUnits=16, targetRate=2000))
