@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stormscale.operator.autoscale import catching_up, congested, decide, needed_budget
+from stormscale.operator.autoscale import catching_up, congested, decide, needed_budget, target_of
 from stormscale.operator.ports import UnknownDemandError
 from stormscale.operator.status import AutoscalerState
 from stormscale.planner import FlowModel, Strategy, load_profile
@@ -55,6 +55,18 @@ def test_scale_out_waits_for_the_cooldown() -> None:
     assert (late.budget, late.reason, late.state.last_scale_time) == (3, "ScaleOut", "2026-11-22T12:06:00Z")
 
 
+def test_a_sized_budget_keeps_the_last_change_so_the_cooldown_runs_on() -> None:
+    state = AutoscalerState(last_scale_time="2026-11-22T12:00:00Z")
+    sized = decide(2, 2, state, at(10), cooldown_s=300, scale_in_delay_s=900)
+    assert (sized.budget, sized.reason, sized.state.last_scale_time) == (2, "Sized", "2026-11-22T12:00:00Z")
+
+
+def test_the_demand_over_the_target_utilization_is_not_rounded() -> None:
+    omega, source = target_of(LINEAR, None, 0.7)
+    assert (omega, source) == (pytest.approx(500 / 0.7), "demand")
+    assert target_of(LINEAR, 640.0, 0.7) == (640.0, "targetRate")
+
+
 def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
     first = decide(3, 1, AutoscalerState(), at(0), cooldown_s=300, scale_in_delay_s=900)
     assert (first.budget, first.reason, first.state.scale_in_since) == (
@@ -92,6 +104,9 @@ def test_a_source_catches_up_while_its_lag_shrinks_faster_than_a_tenth_of_its_ap
     assert catching_up(draining(16.0, 5.0)) == ()  # a growing lag is demand, sized already
     assert catching_up({"components": {"1": {"demand": {"lagGrowth": None, "appendRate": 9}}}}) == ()
     assert catching_up({}) == ()
+    assert catching_up(draining(7.0, -1.2)) == ("1",)  # past the floor of 1 record/s
+    unknown = {"0": {"demand": {"lagGrowth": None, "appendRate": 9.0}}}
+    assert catching_up({"components": {**unknown, **draining(16.0, -8.6)["components"]}}) == ("1",)
     without = {"components": {"0": {}, **draining(16.0, -8.6)["components"]}}
     assert catching_up(without) == ("1",)  # a spout without a Kafka source is skipped, not the end
 
