@@ -21,7 +21,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,6 +153,14 @@ class Daemon:
             self.proc.wait(timeout=grace_s)
         if self.spec.marker:
             kill_marked(self.spec.marker)
+
+
+def daemon_named(daemons: Sequence[Daemon], name: str, owner: str) -> Daemon:
+    """The daemon of ``daemons`` launched as ``name``; :class:`DaemonError` naming ``owner`` if none is."""
+    for daemon in daemons:
+        if daemon.spec.name == name:
+            return daemon
+    raise DaemonError(f"{owner} has no {name}")
 
 
 def stop_group(pgid: int, grace_s: float, gone: Callable[[], bool]) -> None:

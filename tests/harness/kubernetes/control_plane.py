@@ -39,6 +39,7 @@ from tests.harness.process import (
     Daemon,
     DaemonError,
     LaunchSpec,
+    daemon_named,
     free_port,
     http_ok,
     new_run_dir,
@@ -132,7 +133,7 @@ class ControlPlane:
     def stop_apiserver(self, sig: signal.Signals = signal.SIGKILL) -> float:
         """Stop kube-apiserver alone (SIGKILL by default: a crash, no graceful shutdown; etcd keeps
         every object); the seconds it took to exit. :meth:`start_apiserver` brings it back."""
-        daemon = self._apiserver_daemon()
+        daemon = daemon_named(self.daemons, "kube-apiserver", "this control plane")
         started = time.monotonic()
         signal_group(daemon.pid, sig)
         try:
@@ -146,7 +147,7 @@ class ControlPlane:
         """Start kube-apiserver again on the same port with the same serving certificate (kept in its
         cert dir, so kubeconfigs stay valid), in its place among the daemons; the seconds until
         ``/readyz`` answers."""
-        old = self._apiserver_daemon()
+        old = daemon_named(self.daemons, "kube-apiserver", "this control plane")
         if old.exited() is None:
             raise DaemonError("kube-apiserver is running: stop it first")
         started = time.monotonic()
@@ -156,12 +157,6 @@ class ControlPlane:
         daemon.wait_ready(ready, READY_TIMEOUT_S, "kube-apiserver serves again", every_s=READY_POLL_S)
         self._save_state()
         return time.monotonic() - started
-
-    def _apiserver_daemon(self) -> Daemon:
-        found = [d for d in self.daemons if d.spec.name == "kube-apiserver"]
-        if not found:
-            raise DaemonError("this control plane has no kube-apiserver")
-        return found[0]
 
     def __enter__(self) -> ControlPlane:
         return self.start()

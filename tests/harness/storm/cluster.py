@@ -34,6 +34,7 @@ from tests.harness.process import (
     Daemon,
     DaemonError,
     LaunchSpec,
+    daemon_named,
     free_port,
     kill_marked,
     marked_pids,
@@ -108,13 +109,13 @@ class StormCluster:
     def kill_nimbus(self) -> None:
         """SIGKILL Nimbus alone (a crash: ZooKeeper keeps the topologies' state, Supervisors and their
         workers keep running); :meth:`restart_nimbus` brings it back."""
-        daemon = self._nimbus_daemon()
+        daemon = daemon_named(self.daemons, "nimbus", "this cluster")
         signal_group(daemon.pid, signal.SIGKILL)
         daemon.proc.wait(timeout=30)
 
     def restart_nimbus(self, timeout_s: float = READY_TIMEOUT_S) -> float:
         """Start Nimbus again in its place among the daemons; the seconds until it leads."""
-        old = self._nimbus_daemon()
+        old = daemon_named(self.daemons, "nimbus", "this cluster")
         if old.exited() is None:
             raise DaemonError("Nimbus is running: kill it first")
         started = time.monotonic()
@@ -125,12 +126,6 @@ class StormCluster:
             self._nimbus_leads, timeout_s, f"Nimbus leads again on {self.endpoints.nimbus_port}"
         )
         return time.monotonic() - started
-
-    def _nimbus_daemon(self) -> Daemon:
-        found = [d for d in self.daemons if d.spec.name == "nimbus"]
-        if not found:
-            raise DaemonError("this cluster has no Nimbus")
-        return found[0]
 
     def _spawn(self, spec: LaunchSpec) -> Daemon:
         daemon = Daemon(spec)
