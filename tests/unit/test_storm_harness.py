@@ -96,6 +96,25 @@ def test_every_placeholder_has_a_default_and_stands_alone_on_its_line(shape: str
         assert all(key in defaults for key in keys), f"{shape}.yaml:{number}: no default for {keys}"
 
 
+#: The rate spouts' flow-control options: without ``--reliable`` a scenario's ``c1.reliable=1`` is
+#: silently ignored, no tuple is tracked and ``topology.max.spout.pending`` bounds nothing (the JVM
+#: diamond ran so: its branches then ran each at its own pace, not at the bottleneck's).
+FLOW_CONTROL = ("--batch", "--reliable")
+
+
+RATE_SPOUTS = ("io.stormscale.testbed.RateSpout", "rate_spout.py")
+RATE_SPOUT_SHAPES = [
+    p for p in sorted(TOPOLOGY_DIR.glob("**/*.yaml")) if any(s in p.read_text() for s in RATE_SPOUTS)
+]
+
+
+@pytest.mark.parametrize("yaml", RATE_SPOUT_SHAPES, ids=lambda p: str(p.relative_to(TOPOLOGY_DIR)))
+def test_every_rate_spout_takes_the_flow_control_options(yaml: Path) -> None:
+    text = yaml.read_text()
+    for option in FLOW_CONTROL:
+        assert f'"{option}", "${{c1.{option[2:]}}}"' in text, f"{yaml.name}: the spout lacks {option}"
+
+
 def test_topology_jar_carries_storm_py_and_the_scripts_under_resources(tmp_path: Path) -> None:
     storm_py = tmp_path / "home" / "multilang" / "resources" / "storm.py"
     storm_py.parent.mkdir(parents=True)
