@@ -65,10 +65,11 @@ class Shape:
 #: The diamond: the unit goes to the saturated branch 3, and what it gains is set by branch 2, which
 #: was not saturated when the plan was made (measured with the spout's tuples tracked, as the
 #: scenario asks: 30.7 → 49.0 tuples/s, 1.60×, predicted 46.9; before the spout honoured
-#: ``c1.reliable``, 31.2 → 53.1, and a second unit, to 2, reached 69.1). CI runs this one shape's budget 0 → 1 (a step costs about
-#: 4.5 minutes, the Auto run below 13): the Kafka-fed linear shape, budget 0 → 3 (measured: predictions
-#: −6.0 %, 0.0 %, −2.9 %, fits within 2.4 %), and the others run in ``make accuracy``. Add a shape here
-#: (:data:`~tests.harness.bed.scenarios.SCENARIOS`) to run it on the one stack.
+#: ``c1.reliable``, 31.2 → 53.1, and a second unit, to 2, reached 69.1). CI runs this one shape's
+#: budget 0 → 1 (a step costs about 4.5 minutes, the Auto run below 13): the Kafka-fed linear shape,
+#: budget 0 → 3 (measured: predictions −6.0 %, 0.0 %, −2.9 %, fits within 2.4 %), and the others run
+#: in ``make accuracy``. Add a shape here (:data:`~tests.harness.bed.scenarios.SCENARIOS`) to run it
+#: on the one stack.
 SHAPES = {
     "diamond": Shape(JVM_DIAMOND, (0, 1), min_gain=1.4),
 }
