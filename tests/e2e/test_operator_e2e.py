@@ -210,7 +210,7 @@ def test_the_spark_job_profiles_the_last_state_as_the_operator_does(
     measured sink rate as the operator's did, busy time from the pods' CPU, task counts from Nimbus,
     and the two engines agree to 1e-4."""
     last = run.report.steps[-1]
-    profiles = aggregate_offline(stack, run.shape.scenario, last.profiled_at, tmp_path)
+    profiles = aggregate_offline(stack, run.shape.scenario, last.profiled_at, tmp_path, last.profile_window_s)
     spark, local = profiles["spark"], profiles["local"]
     model = parse_profile(spark)
     theta = throughput(model, model.units, FlowModel[run.shape.scenario.flow_model.upper()])

@@ -77,8 +77,10 @@ class Step:
     #: Unix times of the two Nimbus heartbeats ``measured`` was taken between.
     window_start: float = 0.0
     window_end: float = 0.0
-    #: Unix time the window of this step's profile (``fitted``, the next step's predictions) ended at.
+    #: Unix time the window of this step's profile (``fitted``, the next step's predictions) ended at,
+    #: and its length (it starts no earlier than ``window_start``).
     profiled_at: float = 0.0
+    profile_window_s: float = 0.0
 
     def starved(self) -> dict[str, QuotaUse]:
         """Saturated pods that received less than 90 % of their quota (the bed failed them)."""
@@ -265,7 +267,8 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
         assert summary is not None
         window, pods = sink_rate(stack, scenario, summary.id)
         measured = window.rate
-        profile, profiled_at = profile_taken(stack, scenario)
+        taken = profile_taken(stack, scenario, since=window.start.at)
+        profile = taken.profile
         info = stack.nimbus().topology_info(scenario.name)
         executors = {
             c: sum(1 for e in info.user_executors() if e.component == c) for c in scenario.components
@@ -296,7 +299,8 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
             seconds=round(time.monotonic() - started, 1),
             window_start=window.start.at,
             window_end=window.end.at,
-            profiled_at=profiled_at,
+            profiled_at=taken.end,
+            profile_window_s=taken.window_s,
         )
         steps.append(step)
         _keep(stack, f"budget-{budget}.json", {"status": status, "profile": asdict(profile.topology)})
