@@ -134,10 +134,10 @@ def aggregate_offline(
 ) -> dict[str, dict[str, Any]]:
     """The fleet path over the operator's window that ends at ``end`` (Unix time, in the past) and
     spans ``window_s`` (default: the policy's; :class:`TakenProfile` gives both for the window the
-    operator's profiler found steady): the
-    rows the operator aggregates (the sample reader's and the worker pods' CPU) written to Parquet, the
-    structure from Nimbus, then ``python -m stormscale.aggregation`` with PySpark and with
-    ``--engine local`` on the same files, at the operator's settle. The profiles by engine."""
+    operator's profiler found steady): the rows the operator aggregates (the sample reader's and the
+    worker pods' CPU) written to Parquet, the structure from Nimbus, then ``python -m
+    stormscale.aggregation`` with PySpark and with ``--engine local`` on the same files, at the
+    operator's settle. The profiles by engine."""
     profiler, policy = operator_profiler(stack, scenario)
     assert profiler.cpu is not None
     step = floor(policy.step_s)
