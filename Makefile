@@ -31,9 +31,12 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## test: set everything up, lint, and run every test (the fixtures build the test bed when missing)
+## test: set everything up, lint, and run every test (the fixtures build the test bed when missing): the
+## unit tests on both cores (pytest-xdist), then the real-stack tests one at a time; fails if either fails
 test: lint prometheus
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 tests/unit; unit=$$?; \
+	$(BIN)/python -m pytest tests/e2e tests/integration; stack=$$?; \
+	exit $$(( unit != 0 ? unit : stack ))
 
 ## unit: only the fast tests (no Spark JVM, no test bed)
 unit: venv

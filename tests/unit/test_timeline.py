@@ -43,6 +43,14 @@ def test_applied_changes_and_the_reaction_to_each_load_change() -> None:
     assert changes_between(TICKS, 100, 400) == [(190, 1)]
 
 
+def test_the_first_applied_budget_is_a_change_from_the_baseline() -> None:
+    """The operator's first write can be the scale-out itself (no fresh profile before the rise)."""
+    late = [tick(0, 8, None, None, None), tick(100, 16, 8.0, 50, None), tick(160, 16, 9.0, 300, 2)]
+    assert applied_changes(late) == [(160, 2)]
+    assert reaction_s(late, 100) == 60
+    assert applied_changes([tick(0, 8, 8.0, 0, None), tick(10, 8, 8.0, 0, 0)]) == []
+
+
 def test_convergence_needs_the_sinks_to_keep_up_for_consecutive_ticks() -> None:
     assert converged_at(TICKS, 100) == 250  # 13 and 12 are short of 16, then 19, 18, 16.5
     assert converged_at(TICKS, 100, hold=9) is None

@@ -41,12 +41,15 @@ class Tick:
 
 
 def applied_changes(ticks: Sequence[Tick]) -> list[tuple[float, int]]:
-    """(when, budget) each time the applied budget changed (its first value is not a change)."""
-    changes, last = [], None
+    """(when, budget) each time the applied budget changed. The topology starts at its baseline
+    (budget 0) whether or not the operator has written ``appliedBudget`` yet: on a slow machine its
+    first fresh profile can come after the load has risen, and its first write is then the scale-out
+    itself (``None → 2``); ticks without a reading are skipped."""
+    changes, last = [], 0
     for tick in ticks:
         if tick.applied_budget is None:
             continue
-        if last is not None and tick.applied_budget != last:
+        if tick.applied_budget != last:
             changes.append((tick.at, tick.applied_budget))
         last = tick.applied_budget
     return changes
