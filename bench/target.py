@@ -227,7 +227,8 @@ def sized(status: Mapping[str, Any], strategy: Strategy) -> bool:
     """The operator has applied and verified its sizing: the last plan is the run's sizing, its budget
     is the applied one (recorded only once Storm runs the units, and the placement), nothing is
     pending, and with a placement the run's placement is recorded. (Ready may be False meanwhile:
-    Auto's next pass finds no steady window since the rebalance, ``Degraded/StaleMetrics``.)"""
+    Auto's next passes find no steady window since the rebalance, ``Settling``, then rates not yet
+    steady, ``Degraded/StaleMetrics``.)"""
     plan = status.get("lastPlan") or {}
     placement = (status.get("placement") or {}).get("strategy")
     return (

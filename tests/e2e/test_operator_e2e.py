@@ -286,7 +286,8 @@ def test_every_dashboard_query_returns_data_from_the_test_bed(auto: AutoReport, 
     variable, sent as Grafana sends them (each variable on All, ``$__rate_interval`` 1m) over the time
     the stack ran, returns data. So the names and labels the dashboard expects are the ones the
     operator, the exporter and the Kafka exporter serve (and each condition it shows did happen:
-    every deploy starts Degraded/StaleMetrics until the window fills)."""
+    every run has Degraded/StaleMetrics passes while the rates are not yet steady after a deploy or an
+    apply)."""
     board = dashboard.load()
     end = time.time()
     start = end - 2 * 3600  # Prometheus started with the stack; this spans all of it

@@ -16,7 +16,7 @@ from stormscale.aggregation.aggregates import Aggregates, ComponentStats
 from stormscale.aggregation.structure import ComponentSpec as StructureComponent
 from stormscale.aggregation.structure import Structure, parse_structure
 from stormscale.operator.adapters.profiler import PrometheusProfiler, sink_throughput, structure_of
-from stormscale.operator.ports import StaleMetricsError
+from stormscale.operator.ports import SettlingError, StaleMetricsError
 from stormscale.planner import FlowModel, Topology, load_profile, throughput
 from stormscale.samples import Sample
 from stormscale.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
@@ -111,12 +111,16 @@ def test_no_samples_is_stale_not_a_guess() -> None:
         profiler([]).profile("diamond", 300)
 
 
-def test_too_few_steady_intervals_after_a_rebalance_is_stale() -> None:
+def test_too_few_steady_intervals_after_a_rebalance_is_settling_with_the_newest_samples_age() -> None:
     rebalanced = synthetic.Scenario(
         name="diamond", duration_s=600, rebalance_at_s=540, units_after={"2": 2}, noise=0.01, seed=7
     )
-    with pytest.raises(StaleMetricsError, match="steady intervals"):
+    with pytest.raises(SettlingError, match="steady intervals") as info:
         profiler(rows_of(DIAMOND, rebalanced)).profile("diamond", 300)
+    assert info.value.newest_age_s == pytest.approx(3.0)
+    with pytest.raises(SettlingError) as info:
+        profiler(rows_of(DIAMOND, rebalanced), newest_s=END_S - 60).profile("diamond", 300)
+    assert info.value.newest_age_s == pytest.approx(63.0)  # reconcile calls this stale, not settling
 
 
 def test_unsteady_rates_are_refused() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import RefusedError, StaleMetricsError, UnavailableError
+from stormscale.operator.ports import RefusedError, SettlingError, StaleMetricsError, UnavailableError
 from stormscale.operator.reconcile import Resource, planning_model, planning_start, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile, parse_profile
@@ -221,6 +221,37 @@ def test_bad_or_missing_inputs_mean_no_action(setup: Any, reason: str) -> None:
     assert conditions(outcome)["Ready"][0] == "False"
     assert [j for j in w.journal if j[0] in {"scale", "rebalance"}] == []
     assert [e[:2] for e in w.events.posted] == [("Warning", reason)]
+
+
+def test_a_window_still_settling_after_a_change_waits_without_a_warning() -> None:
+    """Too few steady intervals since a rebalance, the samples fresh: Settling, not Degraded."""
+    w = world()
+    w.profiler.fail = SettlingError("3 steady intervals after the last change (+2m settling)", 5.0)
+    waiting = run(w, policy())
+    assert conditions(waiting)["Degraded"] == ("False", "Settling")
+    assert conditions(waiting)["Progressing"] == ("True", "Settling")
+    assert conditions(waiting)["Ready"] == ("False", "Settling")
+    assert waiting.retry_after == 15  # as a rebalance in flight
+    assert [j for j in w.journal if j[0] in {"scale", "rebalance"}] == []
+    assert w.events.posted == []
+    w.profiler.fail = None
+    applied = run(w, policy(), run(w, policy(), waiting.status, minutes=1).status, minutes=2)
+    assert conditions(applied)["Ready"] == ("True", "Applied")
+    w.profiler.fail = SettlingError("0 steady intervals after the last change (+2m settling)", 5.0)
+    again = run(w, policy(budget=3), applied.status, minutes=3, generation=2)
+    assert conditions(again)["Ready"] == ("True", "Applied")  # budget 2 still runs
+    assert conditions(again)["Progressing"] == ("True", "Settling")
+    assert w.events.posted[1:] == []  # only the first apply's ScalingApplied
+
+
+def test_a_settling_window_whose_samples_stopped_is_stale() -> None:
+    """The change explains too few intervals only while samples still arrive (within maxAge)."""
+    w = world()
+    w.profiler.fail = SettlingError("2 steady intervals after the last change (+2m settling)", 600.0)
+    outcome = run(w, policy())
+    assert conditions(outcome)["Degraded"] == ("True", "StaleMetrics")
+    assert [e[:2] for e in w.events.posted] == [("Warning", "StaleMetrics")]
+    assert "600s old" in w.events.posted[0][2]
 
 
 def test_a_refused_rebalance_scales_back_and_holds_until_the_spec_changes() -> None:

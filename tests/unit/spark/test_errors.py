@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from stormscale.aggregation import cli, local
 from stormscale.aggregation.params import Params
-from stormscale.aggregation.schema import AggregationError
+from stormscale.aggregation.schema import AggregationError, UnsettledWindowError
 from stormscale.aggregation.spark import job
 from stormscale.aggregation.structure import Structure, load_structure, parse_structure
 from stormscale.samples.schema import SCHEMA
@@ -49,10 +49,13 @@ def samples(tmp_path: Path, table: pa.Table | None = None) -> list[str]:
     return [str(path)]
 
 
-def fails(run: Runner, paths: list[str], match: str, structure: Structure = STRUCTURE, **params: Any) -> None:
+def fails(
+    run: Runner, paths: list[str], match: str, structure: Structure = STRUCTURE, **params: Any
+) -> AggregationError:
     with pytest.raises(AggregationError, match=match) as info:
         run(paths, [structure], Params(**params))
     assert "\n" not in str(info.value)
+    return info.value
 
 
 def test_a_missing_column_is_named(run: Runner, tmp_path: Path) -> None:
@@ -87,7 +90,17 @@ def test_samples_of_another_topology_are_an_error(run: Runner, tmp_path: Path) -
 
 def test_a_window_ending_right_after_a_rebalance_is_not_guessed(run: Runner, tmp_path: Path) -> None:
     late = synthetic.Scenario(name="linear", duration_s=600, rebalance_at_s=550, units_after={"3": 2})
-    fails(run, samples(tmp_path, synthetic.generate(LINEAR, late)), "steady intervals after the last change")
+    error = fails(
+        run, samples(tmp_path, synthetic.generate(LINEAR, late)), "steady intervals after the last change"
+    )
+    assert isinstance(error, UnsettledWindowError)  # the operator waits: nothing is wrong
+
+
+def test_too_few_intervals_without_a_change_is_not_settling(run: Runner, tmp_path: Path) -> None:
+    """Samples that end (an exporter gone) leave few intervals but show no change to wait out."""
+    short = synthetic.Scenario(name="linear", duration_s=30)
+    error = fails(run, samples(tmp_path, synthetic.generate(LINEAR, short)), "steady intervals")
+    assert not isinstance(error, UnsettledWindowError)
 
 
 def test_duplicate_rows_are_an_error(run: Runner, tmp_path: Path) -> None:

@@ -40,6 +40,16 @@ class StaleMetricsError(UnavailableError):
     """The newest samples are older than the spec's ``metrics.maxAge``, or too few."""
 
 
+class SettlingError(StaleMetricsError):
+    """Too few steady intervals since a change the samples show (a rebalance, a restarted worker),
+    though samples still arrive: their newest is ``newest_age_s`` old. Reconcile reports it as
+    ``Settling`` (nothing is wrong) when that age is within ``metrics.maxAge``, else as stale."""
+
+    def __init__(self, message: str, newest_age_s: float) -> None:
+        super().__init__(message)
+        self.newest_age_s = newest_age_s
+
+
 class UnknownDemandError(UnavailableError):
     """A spout is throttled (a component downstream is saturated) and nothing outside Storm says what
     it is offered: its emitted rate is the bottleneck's, so nothing can be sized on it."""

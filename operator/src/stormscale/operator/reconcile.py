@@ -34,6 +34,7 @@ from stormscale.operator.ports import (
     MeasuredProfile,
     Ports,
     RefusedError,
+    SettlingError,
     StaleMetricsError,
     StormTopologyState,
     UnavailableError,
@@ -157,6 +158,16 @@ class _Book:
         self.set(READY, False, reason, message)
         self.set(PROGRESSING, False, reason, "No action while degraded")
         return Outcome(self.status, RETRY_AFTER[reason])
+
+    def settling(self, message: str, retry_after: float) -> Outcome:
+        """No action yet, and nothing wrong: the samples show a recent change (a rebalance, a restarted
+        worker) and too few steady intervals after it. Not Degraded and no Warning; ``Progressing``
+        (looked at again after ``retry_after``); Ready kept when True (the units run), else False."""
+        self.set(DEGRADED, False, Reason.SETTLING, message)
+        self.set(PROGRESSING, True, Reason.SETTLING, message)
+        if not self.status.holds(READY):
+            self.set(READY, False, Reason.SETTLING, message)
+        return Outcome(self.status, retry_after)
 
     def healthy(self) -> None:
         self.set(DEGRADED, False, Reason.HEALTHY, "Inputs are valid and fresh")
@@ -531,6 +542,10 @@ def _measure(seen: _Pass) -> MeasuredProfile | Outcome:
         measured = seen.ports.profiler.profile(policy.spec.topology_name, policy.window_s)
     except UnknownDemandError as err:
         return st.degraded(Reason.DEMAND_UNKNOWN, str(err))
+    except SettlingError as err:
+        if err.newest_age_s <= policy.max_age_s:
+            return st.settling(f"Waiting for a steady window after a change: {err}", RETRY_REBALANCE_S)
+        return st.degraded(Reason.STALE_METRICS, f"{err}; newest samples are {err.newest_age_s:.0f}s old")
     except StaleMetricsError as err:
         return st.degraded(Reason.STALE_METRICS, str(err))
     except UnavailableError as err:

@@ -62,6 +62,8 @@ class Reason(StrEnum):
     WAITING_FOR_SLOTS = "WaitingForSlots"
     WAITING_FOR_PLACEMENT = "WaitingForPlacement"
     REBALANCING = "Rebalancing"
+    #: Not Degraded: the samples show a recent change and too few steady intervals after it.
+    SETTLING = "Settling"
     # ScalingLimited
     MAX_UNITS_REACHED = "MaxUnitsReached"
     UNITS_UNALLOCATED = "UnitsUnallocated"

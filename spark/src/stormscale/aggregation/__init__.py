@@ -17,7 +17,7 @@ from stormscale.aggregation.published import (
     configmap_name,
     parse_published,
 )
-from stormscale.aggregation.schema import AggregationError
+from stormscale.aggregation.schema import AggregationError, UnsettledWindowError
 from stormscale.aggregation.structure import ComponentSpec, Structure, load_structure, parse_structure
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "PublishedError",
     "PublishedProfile",
     "Structure",
+    "UnsettledWindowError",
     "configmap_name",
     "load_structure",
     "parse_published",

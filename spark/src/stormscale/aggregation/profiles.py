@@ -27,7 +27,7 @@ from stormscale.aggregation.aggregates import (
     WindowStats,
 )
 from stormscale.aggregation.params import Params
-from stormscale.aggregation.schema import AggregationError
+from stormscale.aggregation.schema import AggregationError, UnsettledWindowError
 from stormscale.aggregation.structure import ComponentSpec, Structure
 from stormscale.planner import parse_profile
 
@@ -359,7 +359,8 @@ def _steady_window(topology: str, windows: Mapping[str, WindowStats], params: Pa
             f"samples: topology {topology!r} has {window.duplicates} rows repeating a (series, ts) pair"
         )
     if window.intervals < params.min_intervals:
-        raise AggregationError(
+        error = AggregationError if window.changed_at is None else UnsettledWindowError
+        raise error(
             f"samples: topology {topology!r} has {window.intervals} steady intervals after the last change "
             f"(+{params.settle_s:g} s settling); at least {params.min_intervals} are needed"
         )

@@ -31,6 +31,11 @@ class AggregationError(ValueError):
     """Malformed or insufficient input; the message is one line naming the problem."""
 
 
+class UnsettledWindowError(AggregationError):
+    """Too few steady intervals follow a change the samples show (a rebalance, a restarted worker):
+    nothing is wrong with the input, the window has not yet got past the change and its settling."""
+
+
 #: Metrics the estimators read; the others are ignored.
 USED = (
     EMITTED,

@@ -34,6 +34,7 @@ from stormscale.aggregation import (
     ComponentSpec,
     Params,
     Structure,
+    UnsettledWindowError,
     profile_table,
 )
 from stormscale.operator.adapters.errors import mapped
@@ -41,6 +42,7 @@ from stormscale.operator.ports import (
     MeasuredProfile,
     PodLoad,
     RefusedError,
+    SettlingError,
     StaleMetricsError,
 )
 from stormscale.operator.profiles import check_usable, component_confidence
@@ -209,15 +211,16 @@ class PrometheusProfiler:
             rows += cpu_rows
         structure = self.graphs.structure(topology)
         rows, lag_growth = self._with_demand(topology, rows, structure, window)
-        document, aggregates = self._aggregate(topology, rows, structure)
+        document, aggregates = self._aggregate(
+            topology, rows, structure, lambda: self._age(topology, now, window_s)
+        )
         mark_demand(document, self.demand, lag_growth)
         try:
             model = parse_profile(document)
         except ProfileError as err:  # the builder validates already; kept as a guard
             raise StaleMetricsError(f"measured profile is invalid: {err}") from None
         check_usable(model, document)
-        newest = mapped(lambda: self.samples.newest(topology))
-        age = window_s if newest is None else max(0.0, now - newest)
+        age = self._age(topology, now, window_s)
         confidence = component_confidence(document)
         return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, pods=loads)
 
@@ -239,12 +242,21 @@ class PrometheusProfiler:
             lag_growth[spout] = found.lag_growth
         return rows, lag_growth
 
+    def _age(self, topology: str, now: float, window_s: float) -> float:
+        """Seconds since the topology's newest scraped sample (``window_s``: none)."""
+        newest = mapped(lambda: self.samples.newest(topology))
+        return window_s if newest is None else max(0.0, now - newest)
+
     def _aggregate(
-        self, topology: str, rows: list[Sample], structure: Structure
+        self, topology: str, rows: list[Sample], structure: Structure, age: Callable[[], float]
     ) -> tuple[dict[str, Any], Aggregates]:
+        """The profile document and aggregates; too few steady intervals after a change the samples
+        show is :class:`~stormscale.operator.ports.SettlingError` with the newest sample's age."""
         params = Params(settle_s=self.settle_s)
         try:
             (document,), aggregates = profile_table(table(rows), [structure], params)
+        except UnsettledWindowError as err:
+            raise SettlingError(f"topology {topology!r}: {err}", age()) from None
         except AggregationError as err:
             raise StaleMetricsError(f"topology {topology!r}: {err}") from None
         return document, aggregates
