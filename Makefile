@@ -65,7 +65,7 @@ APPLIES ?= 20
 bench-reaction: venv $(if $(DIP),prometheus)
 	$(BIN)/python -m bench.reaction $(if $(DIP),--dip,--applies $(APPLIES))
 
-## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed, API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some): the fault table on stdout
+## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed (at a random moment, and 0-30 ms after its intent is saved), API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some): the fault table on stdout
 RUNS ?= 20
 FAULTS ?= all
 bench-faults: venv prometheus

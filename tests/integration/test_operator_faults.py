@@ -42,9 +42,13 @@ def check(runs: list[faults.FaultRun], count: int) -> None:
 
 
 def test_a_killed_operator_converges_on_restart_and_adds_nothing_twice(bed: faults.Bed) -> None:
-    runs = faults.run_faults(bed, Fault.OPERATOR_KILL, runs=RUNS, seed=17, progress=print)
-    check(runs, RUNS)
-    assert {r.budget for r in runs} == set(faults.BUDGETS)  # out and in
+    """Killed at a random moment, then right after its intent is saved (inside the apply's writes);
+    the two runs scale out and in."""
+    runs = faults.run_faults(bed, Fault.OPERATOR_KILL, runs=RUNS - 1, seed=17, progress=print)
+    (at_intent,) = faults.run_faults(bed, Fault.OPERATOR_KILL_AT_INTENT, runs=1, seed=17, progress=print)
+    check([*runs, at_intent], RUNS)
+    assert at_intent.phase in faults.PHASES[1:4]  # between the intent and the verification
+    assert {r.budget for r in [*runs, at_intent]} == set(faults.BUDGETS)  # out and in
 
 
 def test_an_api_server_restart_mid_apply_is_lived_through_and_converges(bed: faults.Bed) -> None:

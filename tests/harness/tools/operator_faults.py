@@ -10,6 +10,10 @@ is applied and Ready. The faults (:class:`Fault`):
 
 * ``operator-kill``: after a random delay in [0, :data:`KILL_WITHIN_S`) the operator's process group
   gets SIGKILL, no goodbye; a new operator process starts at once;
+* ``operator-kill-at-intent``: the same SIGKILL a random [0, :data:`AFTER_INTENT_S`) after a watch on
+  the StormTopology shows the intent (``status.pending``): the apply's writes that follow it (the
+  Deployment's replicas, the rebalance) take milliseconds, so uniform delays almost never land
+  between them (19 of 20 landed after the rebalance) and this one does;
 * ``apiserver-restart``: after such a delay kube-apiserver gets SIGKILL (etcd keeps every object), stays
   down for a random [1, 5) s and starts again on the same port; the operator process must live through
   it, and its watch must deliver again: a spec change after the run gets a spec pass within
@@ -39,14 +43,14 @@ import json
 import random
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from bench import fleet
 from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
@@ -62,6 +66,8 @@ INTERVAL_S = 5.0
 #: Faults land anywhere from the apply to a little after the verifying pass (the rebalance waits
 #: REBALANCE_WAIT_SECS = 5 s, a timer pass every INTERVAL_S verifies it).
 KILL_WITHIN_S = 14.0
+#: ``operator-kill-at-intent``: the kill comes this long after the intent at most (seconds).
+AFTER_INTENT_S = 0.03
 CONVERGE_S = 90.0
 #: A spec change after an API server restart must reach the operator's spec handler this soon.
 WATCH_S = 10.0
@@ -76,6 +82,7 @@ class Fault(StrEnum):
     """A fault of one part of the system, injected while a budget is applied."""
 
     OPERATOR_KILL = "operator-kill"
+    OPERATOR_KILL_AT_INTENT = "operator-kill-at-intent"
     APISERVER_RESTART = "apiserver-restart"
     NIMBUS_RESTART = "nimbus-restart"
     NIMBUS_LOSES = "nimbus-loses"
@@ -86,13 +93,20 @@ class Fault(StrEnum):
 #: What each fault does, as the fault table prints it.
 FAULTS: Mapping[Fault, str] = {
     Fault.OPERATOR_KILL: "operator SIGKILLed mid-apply, restarted",
+    Fault.OPERATOR_KILL_AT_INTENT: "operator SIGKILLed 0-30 ms after its intent is saved, restarted",
     Fault.APISERVER_RESTART: "kube-apiserver SIGKILLed mid-apply, down 1-5 s, restarted (etcd kept)",
     Fault.NIMBUS_RESTART: "Nimbus down 3-10 s mid-apply, forgetting the rebalance in its wait",
     Fault.NIMBUS_LOSES: "Nimbus accepts every rebalance and runs none; then mended, spec changed",
     Fault.PROMETHEUS_STOP: "Prometheus stopped, a budget applied, Prometheus started again",
     Fault.METRICS_STALE: "exporter stopped (series stale, Prometheus answers), budget applied, exporter back",
 }
-FAKE_BED = (Fault.OPERATOR_KILL, Fault.APISERVER_RESTART, Fault.NIMBUS_RESTART, Fault.NIMBUS_LOSES)
+FAKE_BED = (
+    Fault.OPERATOR_KILL,
+    Fault.OPERATOR_KILL_AT_INTENT,
+    Fault.APISERVER_RESTART,
+    Fault.NIMBUS_RESTART,
+    Fault.NIMBUS_LOSES,
+)
 
 PHASES = (
     "before the intent",
@@ -334,6 +348,38 @@ Inject = Callable[[Session, int, float, float], Injection]
 
 def _kill_operator(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
     time.sleep(delay)
+    return _killed(s, budget, applied_at)
+
+
+def _kill_operator_at_intent(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
+    found = (
+        []
+        if wait_for_intent(s.bed, KILL_WITHIN_S)
+        else [f"no intent within {KILL_WITHIN_S:g} s of the apply"]
+    )
+    time.sleep(delay)
+    injection = _killed(s, budget, applied_at)
+    injection.found += found
+    return injection
+
+
+def wait_for_intent(bed: Bed, timeout_s: float) -> bool:
+    """Block until a watch on the StormTopology shows ``status.pending`` (True), or ``timeout_s``."""
+    custom = client.CustomObjectsApi(bed.api)
+    events: Iterable[Any] = watch.Watch().stream(  # closed with the generator when we return
+        custom.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        bed.namespace,
+        PLURAL,
+        field_selector=f"metadata.name={NAME}",
+        timeout_seconds=max(1, round(timeout_s)),
+    )
+    return any((event["object"].get("status") or {}).get("pending") for event in events)
+
+
+def _killed(s: Session, budget: int, applied_at: float) -> Injection:
+    """SIGKILL the operator's process group now, note where the apply was, start a new operator."""
     signal_group(s.operator.pid, signal.SIGKILL)
     s.operator.proc.wait(timeout=10)
     phase = phase_of(s.bed.observe(applied_at), budget, fleet.BASELINE_UNITS + budget)
@@ -398,6 +444,7 @@ def _lose_rebalances(s: Session, budget: int, applied_at: float, delay: float) -
 
 INJECT: Mapping[Fault, Inject] = {
     Fault.OPERATOR_KILL: _kill_operator,
+    Fault.OPERATOR_KILL_AT_INTENT: _kill_operator_at_intent,
     Fault.APISERVER_RESTART: _restart_apiserver,
     Fault.NIMBUS_RESTART: _restart_nimbus,
     Fault.NIMBUS_LOSES: _lose_rebalances,
@@ -437,7 +484,9 @@ def run_faults(
         for index in range(runs):
             before = bed.observe()
             budget = next_budget(before.applied_budget)
-            delay = session.rng.uniform(0, KILL_WITHIN_S)
+            delay = session.rng.uniform(
+                0, AFTER_INTENT_S if fault is Fault.OPERATOR_KILL_AT_INTENT else KILL_WITHIN_S
+            )
             if fault is Fault.NIMBUS_LOSES:
                 bed.nimbus.lose_next = 10 * MAX_REBALANCES
             applied_at = time.time()
