@@ -19,7 +19,7 @@ from stormscale.storm import (
     RequestRejectedError,
     TopologyNotFoundError,
 )
-from stormscale.storm.model import ALL_TIME, Kind, StreamId
+from stormscale.storm.model import ALL_TIME, Kind, StreamId, TopologyInfo
 from stormscale.storm.stats import executors_per_component
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
@@ -37,12 +37,26 @@ RESTART_WAIT_S = 5
 
 @pytest.fixture(scope="module")
 def topology(storm_cluster: StormCluster, storm_supervisor: str) -> Iterator[Topology]:
-    """The module's running topology, killed at the end."""
+    """The module's running topology (its sink has reported stats: every test, run alone too, starts
+    on a topology whose workers run), killed at the end."""
     topo = submit(storm_cluster.endpoints, "linear", {**PROPS, **COSTS})
     try:
+        sink_reporting(storm_cluster.endpoints.nimbus(timeout_s=10))
         yield topo
     finally:
         kill(storm_cluster.endpoints, topo.name)
+
+
+def sink_reporting(client: NimbusClient, timeout_s: float = 120.0) -> TopologyInfo:
+    """Wait until the sink's executor has reported executed tuples; the topology's info then."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        info = client.topology_info(NAME)
+        sink = [e for e in info.user_executors() if e.component == "4"]
+        if sink and sink[0].window(ALL_TIME).executed:
+            return info
+        assert time.monotonic() < deadline, f"the sink never reported stats: {info}"
+        time.sleep(2)
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +80,8 @@ def test_cluster_summary_names_the_leader_and_the_topology(client: NimbusClient,
 def test_topology_info_has_executors_tasks_and_per_stream_stats(
     client: NimbusClient, topology: Topology
 ) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        info = client.topology_info(NAME)
-        sink = [e for e in info.user_executors() if e.component == "4"]
-        if sink and sink[0].window(ALL_TIME).executed:
-            break
-        assert time.monotonic() < deadline, f"the sink never reported stats: {info}"
-        time.sleep(2)
+    info = sink_reporting(client)
+    sink = [e for e in info.user_executors() if e.component == "4"]
     assert info.id == topology.id
     assert executors_per_component(info) == {"1": 1, "2": 1, "3": 1, "4": 1}
     assert {e.component: e.tasks for e in info.user_executors()} == {"1": 2, "2": 3, "3": 3, "4": 3}

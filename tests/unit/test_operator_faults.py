@@ -138,4 +138,4 @@ def test_the_benchmark_takes_a_selection_of_faults_and_refuses_unknown_ones_in_o
         bench.main(["--faults", "operator-kill,disk-full"])
     assert stopped.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "unknown fault disk-full; known: operator-kill, apiserver-restart" in err
+    assert "unknown fault disk-full; known: operator-kill, operator-kill-at-intent, apiserver-restart" in err
