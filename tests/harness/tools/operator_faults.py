@@ -352,14 +352,11 @@ def _kill_operator(s: Session, budget: int, applied_at: float, delay: float) -> 
 
 
 def _kill_operator_at_intent(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
-    found = (
-        []
-        if wait_for_intent(s.bed, KILL_WITHIN_S)
-        else [f"no intent within {KILL_WITHIN_S:g} s of the apply"]
-    )
+    seen = wait_for_intent(s.bed, KILL_WITHIN_S)
     time.sleep(delay)
     injection = _killed(s, budget, applied_at)
-    injection.found += found
+    if not seen:
+        injection.found.append(f"no intent within {KILL_WITHIN_S:g} s of the apply")
     return injection
 
 

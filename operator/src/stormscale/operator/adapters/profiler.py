@@ -211,16 +211,14 @@ class PrometheusProfiler:
             rows += cpu_rows
         structure = self.graphs.structure(topology)
         rows, lag_growth = self._with_demand(topology, rows, structure, window)
-        document, aggregates = self._aggregate(
-            topology, rows, structure, lambda: self._age(topology, now, window_s)
-        )
+        age = self._age(topology, now, window_s)
+        document, aggregates = self._aggregate(topology, rows, structure, age)
         mark_demand(document, self.demand, lag_growth)
         try:
             model = parse_profile(document)
         except ProfileError as err:  # the builder validates already; kept as a guard
             raise StaleMetricsError(f"measured profile is invalid: {err}") from None
         check_usable(model, document)
-        age = self._age(topology, now, window_s)
         confidence = component_confidence(document)
         return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, pods=loads)
 
@@ -248,7 +246,7 @@ class PrometheusProfiler:
         return window_s if newest is None else max(0.0, now - newest)
 
     def _aggregate(
-        self, topology: str, rows: list[Sample], structure: Structure, age: Callable[[], float]
+        self, topology: str, rows: list[Sample], structure: Structure, age_s: float
     ) -> tuple[dict[str, Any], Aggregates]:
         """The profile document and aggregates; too few steady intervals after a change the samples
         show is :class:`~stormscale.operator.ports.SettlingError` with the newest sample's age."""
@@ -256,7 +254,7 @@ class PrometheusProfiler:
         try:
             (document,), aggregates = profile_table(table(rows), [structure], params)
         except UnsettledWindowError as err:
-            raise SettlingError(f"topology {topology!r}: {err}", age()) from None
+            raise SettlingError(f"topology {topology!r}: {err}", age_s) from None
         except AggregationError as err:
             raise StaleMetricsError(f"topology {topology!r}: {err}") from None
         return document, aggregates
