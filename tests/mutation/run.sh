@@ -21,11 +21,6 @@ cosmic-ray init "$config" "$work/session.sqlite"
 cosmic-ray baseline "$config"
 cosmic-ray exec "$config" "$work/session.sqlite"
 cr-report "$work/session.sqlite" > "$work/report.txt"
-tail -n 3 "$work/report.txt"
-python - "$work/report.txt" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-total = int(re.search(r"complete: (\d+)", text).group(1))
-survived = int(re.search(r"surviving mutants: (\d+)", text).group(1))
-print(f"mutation score: {total - survived}/{total} killed ({100 * (total - survived) / max(total, 1):.1f} %)")
-PY
+name=$(basename "${MUTATE:-tests/mutation/cosmic-ray.toml}" .toml)
+cp "$work/session.sqlite" "$work/$name.sqlite" && cp "$work/report.txt" "$work/$name-report.txt"
+python "$repo/tests/mutation/score.py" "$work/$name.sqlite"

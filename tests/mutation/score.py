@@ -1,0 +1,84 @@
+"""The score of a cosmic-ray session, per module: ``python tests/mutation/score.py SESSION.sqlite
+[--survivors]``.
+
+A mutant counts as *killed* when the tests failed on it (cosmic-ray counts a test run over its
+timeout as killed too), *survived* when they passed. Mutants not run yet (a session stopped
+early) are counted apart, so a partial session still gives an honest score of what ran:
+
+    score(module) = killed / (killed + survived)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+QUERY = """
+SELECT s.module_path, s.start_pos_row, s.operator_name, r.test_outcome
+FROM mutation_specs s LEFT JOIN work_results r ON r.job_id = s.job_id
+ORDER BY s.module_path, s.start_pos_row
+"""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutation and what the tests made of it (``None``: not run)."""
+
+    module: str
+    line: int
+    operator: str
+    outcome: str | None
+
+
+def outcome(test_outcome: str | None) -> str | None:
+    """killed, survived, incompetent (the mutant did not even load) or None (not run)."""
+    if test_outcome is None:
+        return None
+    return {"KILLED": "killed", "SURVIVED": "survived"}.get(test_outcome, "incompetent")
+
+
+def read_session(path: Path) -> list[Mutant]:
+    """Every mutant of the session, in module and line order."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(QUERY).fetchall()
+    return [Mutant(m, row, op.removeprefix("core/"), outcome(t)) for m, row, op, t in rows]
+
+
+def score_table(mutants: Iterable[Mutant]) -> str:
+    """| module | mutants | run | killed | survived | score | per module, then the total."""
+    counts: dict[str, Counter[str | None]] = {}
+    for m in mutants:
+        counts.setdefault(Path(m.module).name, Counter())[m.outcome] += 1
+    counts["total"] = sum(counts.values(), Counter())
+    lines = ["| module | mutants | run | killed | survived | score |", "|---|---|---|---|---|---|"]
+    for module, c in counts.items():
+        run = c.total() - c[None]
+        judged = c["killed"] + c["survived"]
+        score = f"{100 * c['killed'] / judged:.1f} %" if judged else "–"
+        lines.append(f"| {module} | {c.total()} | {run} | {c['killed']} | {c['survived']} | {score} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("session", type=Path)
+    parser.add_argument("--survivors", action="store_true", help="list the surviving mutants too")
+    args = parser.parse_args(argv)
+    if not args.session.is_file():
+        parser.error(f"{args.session}: no such session file")
+    mutants = read_session(args.session)
+    print(score_table(mutants))
+    if args.survivors:
+        for m in mutants:
+            if m.outcome == "survived":
+                print(f"{m.module}:{m.line}: {m.operator}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
