@@ -151,7 +151,7 @@ def test_a_sizing_above_max_units_is_held_there_by_the_budget_strategy_and_said(
 
 def test_a_sizing_below_min_units_is_raised_there_by_the_budget_strategy_and_said() -> None:
     w = world()
-    done = converge(w, spec(mode="Auto", budget=0, minUnits=8, maxUnits=10, targetRate=1000))
+    done = converge(w, spec(mode="Auto", budget=8, minUnits=8, maxUnits=10, targetRate=1000))
     assert done.status["appliedBudget"] == 8
     limited = next(c["message"] for c in done.status["conditions"] if c["type"] == "ScalingLimited")
     assert "moved +2 units to hold scaling.minUnits 8" in limited

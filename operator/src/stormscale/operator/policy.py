@@ -52,7 +52,7 @@ class NimbusSpec(_Model):
 
 
 class UiSpec(_Model):
-    url: str | None = Field(default=None, pattern=r"^https?://")
+    url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
 
 
 _CPU_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
@@ -107,7 +107,7 @@ class WorkersSpec(_Model):
 
 
 class MetricsSpec(_Model):
-    prometheus: str = Field(pattern=r"^https?://")
+    prometheus: str = Field(max_length=2048, pattern=r"^https?://")
     window: str = Field(default="5m", pattern=DURATION)
     max_age: str = Field(default="2m", pattern=DURATION)
     step: str = Field(default="10s", pattern=DURATION)
@@ -165,6 +165,10 @@ class ScalingSpec(_Model):
             raise ValueError("scaling.minUnits must not exceed scaling.maxUnits")
         if self.budget > self.max_units:
             raise ValueError("scaling.budget must not exceed scaling.maxUnits")
+        both_set = {"budget", "min_units"} <= self.model_fields_set
+        if self.mode is Mode.AUTO and both_set and self.budget < self.min_units:
+            # the CRD's rule, which holds only where the spec sets both
+            raise ValueError("in Auto mode scaling.budget must not be below scaling.minUnits")
         if self.target_rate is not None and self.mode is Mode.MANUAL:
             raise ValueError(
                 "scaling.targetRate: Manual mode applies scaling.budget only; use Recommend to see the "
@@ -188,7 +192,7 @@ class KafkaSourceSpec(_Model):
 class ComponentOverride(_Model):
     name: str = Field(min_length=1, max_length=253)
     capacity_per_unit: float | None = Field(default=None, gt=0)
-    max_units: int | None = Field(default=None, ge=1)
+    max_units: int | None = Field(default=None, ge=1, le=100_000)
     #: A spout's demand: PromQL for the tuples/s offered to it, or the Kafka topic it reads.
     demand_query: str | None = Field(default=None, min_length=1, max_length=4096)
     kafka: KafkaSourceSpec | None = None
@@ -215,7 +219,7 @@ class StormTopologySpec(_Model):
     workers: WorkersSpec
     metrics: MetricsSpec
     scaling: ScalingSpec = ScalingSpec()
-    components: tuple[ComponentOverride, ...] = ()
+    components: tuple[ComponentOverride, ...] = Field(default=(), max_length=256)
 
     @model_validator(mode="after")
     def _one_override_each(self) -> StormTopologySpec:

@@ -1,0 +1,183 @@
+"""The spec model holds every bound the CRD's schema states, at its edge: the edge value is accepted
+and the next one past it refused, naming the field. The bounds are read from the CRD itself, so a
+bound added to one and not the other fails here (the model must refuse what an older CRD let through).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stormscale.operator.policy import InvalidSpecError, parse_spec
+
+CRD = Path(__file__).parents[3] / "crds" / "stormtopologies.stormscale.io.yaml"
+BOUNDS = ("minimum", "maximum", "minLength", "maxLength", "maxItems")
+#: Fields other rules tie to a bounded one, set so that only the bound decides at its edge.
+COMPANIONS: dict[str, dict[str, Any]] = {
+    "scaling.budget": {"scaling.maxUnits": 1000},
+    "scaling.minUnits": {"scaling.maxUnits": 1000},
+    "scaling.maxUnits": {"scaling.minUnits": -1000, "scaling.budget": -1000},
+    "scaling.targetRate": {"scaling.mode": "Recommend"},
+}
+#: What a list item needs besides the field under test.
+ITEMS: dict[str, dict[str, Any]] = {
+    "components[]": {"name": "2"},
+    "components[].kafka": {"topic": "t", "consumerGroup": "g"},
+}
+
+
+def base() -> dict[str, Any]:
+    return {
+        "topologyName": "linear",
+        "nimbus": {"host": "nimbus"},
+        "workers": {"deployment": "linear-workers"},
+        "metrics": {"prometheus": "http://prometheus:9090"},
+    }
+
+
+def spec_schema() -> dict[str, Any]:
+    crd = yaml.safe_load(CRD.read_text())
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return dict(schema["properties"]["spec"])
+
+
+def bounded(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(dotted path, its schema) of every field with a bound; list items are ``name[]``."""
+    if any(b in schema for b in BOUNDS):
+        yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from bounded(sub, f"{path}.{name}" if path else name)
+    if "items" in schema:
+        yield from bounded({k: v for k, v in schema["items"].items() if k not in BOUNDS}, f"{path}[]")
+
+
+def text(length: int, field: dict[str, Any]) -> str:
+    """A string of ``length`` characters that the field's pattern accepts (a URL where it asks one)."""
+    prefix = "http://" if field.get("pattern", "").startswith("^https?://") else ""
+    return prefix + "a" * (length - len(prefix))
+
+
+def edges(field: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
+    """(which edge, value, accepted) at each of the field's bounds."""
+    kind = field["type"]
+    if kind in ("integer", "number"):
+        step = 1 if kind == "integer" else 1e-9
+        if "minimum" in field:
+            low = field["minimum"]
+            if field.get("exclusiveMinimum"):
+                yield "exclusive minimum", low, False
+                yield "exclusive minimum", low + step, True
+            else:
+                yield "minimum", low, True
+                yield "minimum", low - step, False
+        if "maximum" in field:
+            high = field["maximum"]
+            yield "maximum", high, True
+            yield "maximum", high + max(step, abs(high) * 1e-9), False
+    elif kind == "string":
+        if "minLength" in field:
+            yield "minLength", text(field["minLength"], field), True
+            yield "minLength", text(field["minLength"] - 1, field)[: field["minLength"] - 1], False
+        if "maxLength" in field:
+            yield "maxLength", text(field["maxLength"], field), True
+            yield "maxLength", text(field["maxLength"] + 1, field), False
+    elif kind == "array":
+        yield "maxItems", field["maxItems"], True
+        yield "maxItems", field["maxItems"] + 1, False
+
+
+def with_value(path: str, value: Any) -> dict[str, Any]:
+    """The base spec with ``path`` set to ``value`` (and its companions); a list's item is built."""
+    spec = copy.deepcopy(base())
+    for other, v in COMPANIONS.get(path, {}).items():
+        put(spec, other, v)
+    if path == "components":
+        spec["components"] = [{"name": str(i)} for i in range(value)]
+    elif path.startswith("components[]"):
+        item = dict(ITEMS["components[]"])
+        rest = path.removeprefix("components[].")
+        if rest.startswith("kafka."):
+            item["kafka"] = {**ITEMS["components[].kafka"], rest.removeprefix("kafka."): value}
+        else:
+            item[rest] = value
+        spec["components"] = [item]
+    else:
+        put(spec, path, value)
+    return spec
+
+
+def put(spec: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node = spec
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[leaf] = value
+
+
+CASES = [
+    pytest.param(path, value, accepted, id=f"{path} {edge} {'accepted' if accepted else 'refused'}")
+    for path, field in bounded(spec_schema())
+    for edge, value, accepted in edges(field)
+]
+
+
+def test_the_crd_states_the_bounds_this_test_walks() -> None:
+    paths = {p for p, _ in bounded(spec_schema())}
+    expected = {"nimbus.port", "scaling.budget", "scaling.targetRate", "components", "components[].maxUnits"}
+    assert expected <= paths
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize(("path", "value", "accepted"), CASES)
+def test_every_crd_bound_holds_at_its_edge(path: str, value: Any, accepted: bool) -> None:
+    spec = with_value(path, value)
+    if accepted:
+        parse_spec(spec)
+        return
+    leaf = path.rsplit(".", 1)[-1].removesuffix("[]")
+    with pytest.raises(InvalidSpecError, match=leaf) as err:
+        parse_spec(spec)
+    assert len(str(err.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("metrics", "accepted"),
+    [
+        ({"step": "1s", "window": "5s", "settle": "4s", "maxAge": "1s"}, True),
+        ({"step": "0s", "window": "5s", "settle": "4s", "maxAge": "1s"}, False),
+        ({"step": "10s", "window": "50s", "settle": "40s"}, True),  # window: exactly 5 steps
+        ({"step": "10s", "window": "49s", "settle": "40s"}, False),
+        ({"window": "5m", "settle": "299s"}, True),  # settle: just under the window
+        ({"step": "10s", "maxAge": "10s"}, True),  # maxAge: exactly one step
+        ({"step": "10s", "maxAge": "9s"}, False),
+        ({"publishedMaxAge": "1s"}, True),
+        ({"publishedMaxAge": "0s"}, False),
+        ({"step": "1s", "window": "10999s", "maxAge": "1s"}, True),  # 11,000 points per series
+        ({"step": "1s", "window": "11000s", "maxAge": "1s"}, False),
+    ],
+)
+def test_the_metrics_durations_hold_at_their_edges(metrics: dict[str, str], accepted: bool) -> None:
+    spec = base()
+    spec["metrics"].update(metrics)
+    if accepted:
+        parse_spec(spec)
+    else:
+        with pytest.raises(InvalidSpecError, match="metrics"):
+            parse_spec(spec)
+
+
+def test_auto_refuses_a_budget_below_min_units_when_both_are_set_as_the_crd_does() -> None:
+    spec = base()
+    spec["scaling"] = {"mode": "Auto", "minUnits": 2, "budget": 1}
+    below = r"in Auto mode scaling\.budget must not be below scaling\.minUnits"
+    with pytest.raises(InvalidSpecError, match=below):
+        parse_spec(spec)
+    spec["scaling"] = {"mode": "Auto", "minUnits": 2}  # budget left to its default: the CRD lets it through
+    parse_spec(spec)
+    spec["scaling"] = {"mode": "Manual", "minUnits": 2, "budget": 1}
+    parse_spec(spec)
