@@ -2,6 +2,8 @@
 # make mutation: copy the tree to .run/mutation, mutate the copy (its sources first on PYTHONPATH, so
 # they shadow the editable installs), run the unit tests per mutant, print the score.
 # MUTATE: another config (e.g. a single module, to try it quickly).
+# RERUN: a finished session (.run/mutation/<config>.sqlite): run its surviving mutants again against
+# today's tests (after tests were added to kill them), keeping every other result.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 config=${MUTATE:-tests/mutation/cosmic-ray.toml}
@@ -17,10 +19,15 @@ export PATH="$repo/.venv/bin:$PATH"
 export PYTHONPATH="$work/tree/planner/src:$work/tree/operator/src:$work/tree/spark/src"
 python -c "import stormscale.planner as p, sys; sys.exit(0 if p.__file__.startswith('$work/tree') else 'the copy does not shadow the install: ' + p.__file__)"
 rm -f "$work/session.sqlite"
-cosmic-ray init "$config" "$work/session.sqlite"
+if [ -n "${RERUN:-}" ]; then
+  cp "$RERUN" "$work/session.sqlite"
+  python -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"DELETE FROM work_results WHERE test_outcome = 'SURVIVED'\"); db.commit()" "$work/session.sqlite"
+else
+  cosmic-ray init "$config" "$work/session.sqlite"
+fi
 cosmic-ray baseline "$config"
 cosmic-ray exec "$config" "$work/session.sqlite"
 cr-report "$work/session.sqlite" > "$work/report.txt"
-name=$(basename "${MUTATE:-tests/mutation/cosmic-ray.toml}" .toml)
+name=$(basename "${MUTATE:-tests/mutation/cosmic-ray.toml}" .toml)${RERUN:+-rerun}
 cp "$work/session.sqlite" "$work/$name.sqlite" && cp "$work/report.txt" "$work/$name-report.txt"
 python "$repo/tests/mutation/score.py" "$work/$name.sqlite"
