@@ -7,6 +7,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 config=${MUTATE:-tests/mutation/cosmic-ray.toml}
+rerun=${RERUN:+$(realpath "$RERUN")}
 work="$repo/.run/mutation"
 rm -rf "$work/tree" && mkdir -p "$work/tree"
 cd "$repo"
@@ -19,8 +20,8 @@ export PATH="$repo/.venv/bin:$PATH"
 export PYTHONPATH="$work/tree/planner/src:$work/tree/operator/src:$work/tree/spark/src"
 python -c "import stormscale.planner as p, sys; sys.exit(0 if p.__file__.startswith('$work/tree') else 'the copy does not shadow the install: ' + p.__file__)"
 rm -f "$work/session.sqlite"
-if [ -n "${RERUN:-}" ]; then
-  cp "$RERUN" "$work/session.sqlite"
+if [ -n "$rerun" ]; then
+  cp "$rerun" "$work/session.sqlite"
   python -c "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(\"DELETE FROM work_results WHERE test_outcome = 'SURVIVED'\"); db.commit()" "$work/session.sqlite"
 else
   cosmic-ray init "$config" "$work/session.sqlite"
