@@ -181,3 +181,30 @@ def test_auto_refuses_a_budget_below_min_units_when_both_are_set_as_the_crd_does
     parse_spec(spec)
     spec["scaling"] = {"mode": "Manual", "minUnits": 2, "budget": 1}
     parse_spec(spec)
+
+
+def defaults(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted path, default) of every field outside lists whose schema gives a default."""
+    for name, sub in schema.get("properties", {}).items():
+        where = f"{path}.{name}" if path else name
+        if "default" in sub and sub.get("type") != "object":
+            yield where, sub["default"]
+        yield from defaults(sub, where)
+
+
+def test_the_models_defaults_are_the_crds() -> None:
+    dumped = parse_spec(base()).spec.model_dump(by_alias=True)
+    found = dict(defaults(spec_schema()))
+    assert {"nimbus.port", "scaling.budget", "scaling.maxUnits", "metrics.window"} <= found.keys()
+    for path, default in found.items():
+        node: Any = dumped
+        for key in path.split("."):
+            node = node[key]
+        assert node == default, f"{path}: the model's default {node!r}, the CRD's {default!r}"
+
+
+def test_the_points_per_series_count_whole_steps_of_a_window_that_is_not_a_multiple() -> None:
+    spec = base()
+    # ⌊window / step⌋ + 1 = 11,000 points, the most Prometheus answers
+    spec["metrics"].update({"step": "10s", "window": "109999s", "maxAge": "10s"})
+    parse_spec(spec)
