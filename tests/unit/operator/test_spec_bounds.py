@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from stormscale.operator.policy import InvalidSpecError, parse_spec
 
@@ -159,6 +160,7 @@ def test_every_crd_bound_holds_at_its_edge(path: str, value: Any, accepted: bool
         ({"publishedMaxAge": "0s"}, False),
         ({"step": "1s", "window": "10999s", "maxAge": "1s"}, True),  # 11,000 points per series
         ({"step": "1s", "window": "11000s", "maxAge": "1s"}, False),
+        ({"step": "1s", "window": "11001s", "maxAge": "1s"}, False),
     ],
 )
 def test_the_metrics_durations_hold_at_their_edges(metrics: dict[str, str], accepted: bool) -> None:
@@ -208,3 +210,35 @@ def test_the_points_per_series_count_whole_steps_of_a_window_that_is_not_a_multi
     # ⌊window / step⌋ + 1 = 11,000 points, the most Prometheus answers
     spec["metrics"].update({"step": "10s", "window": "109999s", "maxAge": "10s"})
     parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("scaling", "accepted"),
+    [
+        ({"minUnits": 2, "maxUnits": 2, "budget": 2}, True),
+        ({"minUnits": 3, "maxUnits": 2, "budget": 2}, False),
+        ({"minUnits": -5, "maxUnits": -4, "budget": -4}, True),
+        ({"minUnits": -4, "maxUnits": -5, "budget": -5}, False),
+    ],
+)
+def test_min_units_may_equal_max_units_but_not_exceed_it(scaling: dict[str, int], accepted: bool) -> None:
+    spec = {**base(), "scaling": scaling}
+    if accepted:
+        parse_spec(spec)
+    else:
+        with pytest.raises(InvalidSpecError, match=r"scaling\.minUnits must not exceed scaling\.maxUnits"):
+            parse_spec(spec)
+
+
+def test_of_several_problems_the_message_names_the_first_field() -> None:
+    spec = base()
+    spec["nimbus"]["port"] = 0
+    spec["scaling"] = {"budget": 5000}
+    with pytest.raises(InvalidSpecError, match=r"^spec\.nimbus\.port: "):
+        parse_spec(spec)
+
+
+def test_a_parsed_spec_cannot_be_changed_afterwards() -> None:
+    policy = parse_spec(base())
+    with pytest.raises(ValidationError, match="frozen"):
+        policy.spec.scaling.budget = 3
