@@ -181,6 +181,8 @@ def test_auto_refuses_a_budget_below_min_units_when_both_are_set_as_the_crd_does
         parse_spec(spec)
     spec["scaling"] = {"mode": "Auto", "minUnits": 2}  # budget left to its default: the CRD lets it through
     parse_spec(spec)
+    spec["scaling"] = {"mode": "Auto", "minUnits": 2, "budget": 3}
+    parse_spec(spec)
     spec["scaling"] = {"mode": "Manual", "minUnits": 2, "budget": 1}
     parse_spec(spec)
 
