@@ -8,7 +8,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 config=${MUTATE:-tests/mutation/cosmic-ray.toml}
 rerun=${RERUN:+$(realpath "$RERUN")}
-work="$repo/.run/mutation"
+work=${MUTATION_WORK:-$repo/.run/mutation}  # another directory lets two selections run at once
 rm -rf "$work/tree" && mkdir -p "$work/tree"
 cd "$repo"
 git ls-files -z planner/src operator/src spark/src tests examples crds charts pyproject.toml \
