@@ -81,13 +81,14 @@ class Row:
 
 
 def summary_rows(reports: Iterable[Report]) -> list[Row]:
-    """Per step: the operator's prediction for the strategy it ran and the backpressure fit."""
+    """Per step: the operator's prediction for the strategy it ran and the backpressure fit. Budget 0
+    has no prediction (the plan the operator made for it came before any steady state)."""
     return [
         Row(
             r.scenario,
             s.budget,
             s.measured,
-            s.operator_predicted.get(r.strategy),
+            s.operator_predicted.get(r.strategy) if s.budget > 0 else None,
             s.fitted.get(FIT_MODEL.value),
         )
         for r in reports

@@ -98,6 +98,7 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
 
     assert loaded == [linear, diamond]
     out = capsys.readouterr().out
+    assert "| linear | 0 | 100.0 | – | – | 104.0 | +4.0% |" in out  # budget 0: a fit, no prediction
     assert "| linear | 1 | 100.0 | 112.0 | +12.0% | 95.0 | -5.0% |" in out
     assert "| linear | 2 | 200.0 | 205.0 | +2.5% | – | – |" in out
     assert "| diamond | 1 | 50.0 | – | – | 57.0 | +14.0% |" in out
