@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QUERY = """
-SELECT s.module_path, s.start_pos_row, s.operator_name, r.test_outcome
+SELECT s.module_path, s.start_pos_row, s.definition_name, s.operator_name, r.test_outcome
 FROM mutation_specs s LEFT JOIN work_results r ON r.job_id = s.job_id
 ORDER BY s.module_path, s.start_pos_row
 """
@@ -31,6 +31,7 @@ class Mutant:
 
     module: str
     line: int
+    definition: str | None
     operator: str
     outcome: str | None
 
@@ -46,7 +47,7 @@ def read_session(path: Path) -> list[Mutant]:
     """Every mutant of the session, in module and line order."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         rows = db.execute(QUERY).fetchall()
-    return [Mutant(m, row, op.removeprefix("core/"), outcome(t)) for m, row, op, t in rows]
+    return [Mutant(m, row, d, op.removeprefix("core/"), outcome(t)) for m, row, d, op, t in rows]
 
 
 def score_table(mutants: Iterable[Mutant]) -> str:
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.survivors:
         for m in mutants:
             if m.outcome == "survived":
-                print(f"{m.module}:{m.line}: {m.operator}")
+                print(f"{m.module}:{m.line} ({m.definition or 'module'}): {m.operator}")
     return 0
 
 

@@ -10,8 +10,8 @@ import pytest
 from tests.mutation.score import main, outcome, read_session, score_table
 
 SCHEMA = (
-    "CREATE TABLE mutation_specs"
-    " (module_path VARCHAR, operator_name VARCHAR, start_pos_row INTEGER, job_id VARCHAR)",
+    "CREATE TABLE mutation_specs (module_path VARCHAR, operator_name VARCHAR, start_pos_row INTEGER,"
+    " definition_name VARCHAR, job_id VARCHAR)",
     "CREATE TABLE work_results (test_outcome VARCHAR, worker_outcome VARCHAR, job_id VARCHAR)",
 )
 
@@ -23,9 +23,8 @@ def session(tmp_path: Path, mutants: list[tuple[str, int, str | None]]) -> Path:
         for statement in SCHEMA:
             db.execute(statement)
         for i, (module, line, test_outcome) in enumerate(mutants):
-            db.execute(
-                "INSERT INTO mutation_specs VALUES (?, 'core/NumberReplacer', ?, ?)", (module, line, str(i))
-            )
+            spec = (module, line, str(i))
+            db.execute("INSERT INTO mutation_specs VALUES (?, 'core/NumberReplacer', ?, 'flow', ?)", spec)
             if test_outcome is not None:
                 db.execute("INSERT INTO work_results VALUES (?, 'NORMAL', ?)", (test_outcome, str(i)))
     return path
@@ -62,5 +61,5 @@ def test_survivors_are_listed_by_module_and_line(tmp_path: Path, capsys: pytest.
     path = session(tmp_path, [("a/flow.py", 7, "SURVIVED"), ("a/flow.py", 8, "KILLED")])
     assert main([str(path), "--survivors"]) == 0
     out = capsys.readouterr().out
-    assert "a/flow.py:7: NumberReplacer" in out
+    assert "a/flow.py:7 (flow): NumberReplacer" in out
     assert "a/flow.py:8" not in out
