@@ -122,3 +122,27 @@ def test_backpressure_never_sends_a_component_more_than_it_processes(document: d
     for c in bolts:
         assert c.input <= c.capacity * (1 + 1e-9) + 1e-9
         assert c.processed == pytest.approx(c.input)
+
+
+def test_backpressure_sends_a_bolt_with_spare_capacity_exactly_its_external_input() -> None:
+    """A bolt fed from outside (``externalInput``) with room to spare is not throttled: α = 1, not
+    the room left at and below it (here b's: 100/20 = 5)."""
+    topology = parse_profile(
+        {
+            "components": [
+                {"id": "s", "kind": "spout", "units": 1, "outputPerUnit": 10, "children": {"a": 1}},
+                {
+                    "id": "a",
+                    "kind": "bolt",
+                    "units": 1,
+                    "capacityPerUnit": 1000,
+                    "externalInput": 10,
+                    "children": {"b": 1},
+                },
+                {"id": "b", "kind": "bolt", "units": 1, "capacityPerUnit": 100},
+            ]
+        }
+    )
+    rates = backpressure_rates(topology, topology.units)
+    assert by_id(topology, rates.throttles)["a"] == pytest.approx(1.0)
+    assert by_id(topology, rates.inputs) == pytest.approx({"s": 0, "a": 20, "b": 20})

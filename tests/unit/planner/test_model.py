@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stormscale.planner import Topology, add_allocation
-from stormscale.planner.model import Component, Kind, allocation_between
+from stormscale.planner.model import Component, Kind, allocation_between, natural_key
 
 
 def test_an_allocation_keyed_by_id_or_by_index_gives_the_same_units(t17: Topology) -> None:
@@ -73,3 +73,8 @@ def test_units_for_agrees_with_counting_up_the_units(tasks: int, per_unit: float
     enough = [u for u in range(tasks + 1) if component.capacity(u) >= rate - 1e-9 * max(per_unit, rate)]
     found = component.units_for(rate)
     assert found == enough[0] if enough else found > tasks  # none: beyond what the tasks allow
+
+
+def test_ids_sort_as_people_read_them() -> None:
+    ids = ["10", "9", "b", "a10", "a2", "a", "2"]
+    assert sorted(ids, key=natural_key) == ["2", "9", "10", "a", "a2", "a10", "b"]

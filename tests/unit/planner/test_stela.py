@@ -166,3 +166,15 @@ def test_stela_scale_in_gives_up_lowest_etp_units_first(t17: Topology) -> None:
     plan = make_plan(t17, -2, Strategy.STELA)
     assert plan.allocation == {"1": -1}
     assert plan.unallocated == 1
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_etp_is_a_fraction_of_theta_whatever_the_rates_unit(scale: float) -> None:
+    """ETP_i = effective_i / Θ does not depend on the rates' unit: a topology below 1 tuple/s in
+    all (Θ = 0.009 at scale 1e-3) has the worked example's percentages too."""
+    topology = fig2()
+    outputs = [scale * float(FIG2_SINK_RATES.get(c.id, 0)) for c in topology.components]
+    congested = {topology.index[c] for c in ["1", "3", "4", "6"]}
+    etp = expected_throughput_percentage(topology, outputs, congested)
+    assert etp[topology.index["3"]] == pytest.approx(4 / 9)
+    assert etp[topology.index["6"]] == pytest.approx(1 / 9)
