@@ -6,6 +6,7 @@ bound added to one and not the other fails here (the model must refuse what an o
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,23 +64,32 @@ def text(length: int, field: dict[str, Any]) -> str:
     return prefix + "a" * (length - len(prefix))
 
 
+def _next_up(x: float) -> float:
+    return math.nextafter(float(x), math.inf)
+
+
+def _next_down(x: float) -> float:
+    return math.nextafter(float(x), -math.inf)
+
+
 def edges(field: dict[str, Any]) -> Iterator[tuple[str, Any, bool]]:
     """(which edge, value, accepted) at each of the field's bounds."""
     kind = field["type"]
     if kind in ("integer", "number"):
-        step = 1 if kind == "integer" else 1e-9
+        # the next representable value: an integer's neighbour, a float's (math.nextafter)
+        up, down = (lambda x: x + 1, lambda x: x - 1) if kind == "integer" else (_next_up, _next_down)
         if "minimum" in field:
             low = field["minimum"]
             if field.get("exclusiveMinimum"):
                 yield "exclusive minimum", low, False
-                yield "exclusive minimum", low + step, True
+                yield "exclusive minimum", up(low), True
             else:
                 yield "minimum", low, True
-                yield "minimum", low - step, False
+                yield "minimum", down(low), False
         if "maximum" in field:
             high = field["maximum"]
             yield "maximum", high, True
-            yield "maximum", high + max(step, abs(high) * 1e-9), False
+            yield "maximum", up(high), False
     elif kind == "string":
         if "minLength" in field:
             yield "minLength", text(field["minLength"], field), True
@@ -244,3 +254,10 @@ def test_a_parsed_spec_cannot_be_changed_afterwards() -> None:
     policy = parse_spec(base())
     with pytest.raises(ValidationError, match="frozen"):
         policy.spec.scaling.budget = 3
+
+
+def test_a_window_of_too_many_points_says_how_many() -> None:
+    spec = base()
+    spec["metrics"].update({"step": "1s", "window": "11001s", "maxAge": "1s"})
+    with pytest.raises(InvalidSpecError, match=r"metrics\.window holds 11002 steps of metrics\.step"):
+        parse_spec(spec)
