@@ -180,21 +180,27 @@ def _line(ax: Any, pairs: Iterable[tuple[int, float | None]], style: str, **kwar
 
 
 def plot(reports: Sequence[Report], path: Path) -> Path:
-    """One panel per report: measured, the operator's prediction, the harness's predictions for the
-    operator's strategy per flow model, and each model's fit, against the budget."""
+    """One panel per report (three to a row): measured, the operator's prediction (budgets > 0), the
+    harness's predictions for the operator's strategy per flow model, and each model's fit, against
+    the budget."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(reports), figsize=(4.6 * len(reports), 3.9), squeeze=False)
+    columns = min(3, len(reports))
+    rows = -(-len(reports) // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.9 * rows), squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for unused in axes[len(reports) :]:
+        unused.set_visible(False)
     colours = {FlowModel.BACKPRESSURE: "tab:orange", FlowModel.DROP: "tab:green"}
     #: the models often agree: drop's markers point down and are hollow, so both stay visible
     markers = {FlowModel.BACKPRESSURE: ("^", "x", None), FlowModel.DROP: ("v", "+", "none")}
-    for ax, report in zip(axes[0], reports, strict=True):
+    for ax, report in zip(axes, reports, strict=False):
         steps, ran = report.steps, report.strategy
         _line(ax, ((s.budget, s.measured) for s in steps), "-o", color="black", label="measured")
-        operator = ((s.budget, s.operator_predicted.get(ran)) for s in steps)
+        operator = ((s.budget, s.operator_predicted.get(ran)) for s in steps if s.budget > 0)
         _line(ax, operator, "--s", color="tab:blue", label=f"operator's prediction ({ran})")
         for m in MODELS:
             predicted, fitted, face = markers[m]
