@@ -4,6 +4,9 @@
 # MUTATE: another config (e.g. a single module, to try it quickly).
 # RERUN: a finished session (.run/mutation/<config>.sqlite): run its surviving mutants again against
 # today's tests (after tests were added to kill them), keeping every other result.
+# SAMPLE=N (SEED=S, 1 by default): run a uniform random sample of N mutants (prepare.py), for a score
+# with a stated interval in an hour instead of a census in hours. Mutants inside annotations are
+# never run (equivalent: prepare.py marks them skipped).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 config=${MUTATE:-tests/mutation/cosmic-ray.toml}
@@ -26,9 +29,11 @@ if [ -n "$rerun" ]; then
 else
   cosmic-ray init "$config" "$work/session.sqlite"
 fi
+python "$repo/tests/mutation/prepare.py" "$work/session.sqlite" --root "$work/tree" \
+  ${SAMPLE:+--sample "$SAMPLE" --seed "${SEED:-1}"}
 cosmic-ray baseline "$config"
 cosmic-ray exec "$config" "$work/session.sqlite"
 cr-report "$work/session.sqlite" > "$work/report.txt"
-name=$(basename "${MUTATE:-tests/mutation/cosmic-ray.toml}" .toml)${RERUN:+-rerun}
+name=$(basename "${MUTATE:-tests/mutation/cosmic-ray.toml}" .toml)${SAMPLE:+-sample$SAMPLE}${RERUN:+-rerun}
 cp "$work/session.sqlite" "$work/$name.sqlite" && cp "$work/report.txt" "$work/$name-report.txt"
 python "$repo/tests/mutation/score.py" "$work/$name.sqlite"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stormscale.planner import FlowModel, Strategy, make_plan
+from stormscale.planner import FlowModel, Strategy, make_plan, parse_profile
 from stormscale.planner.model import Topology
 from stormscale.planner.predictive import candidates, predictive_alloc
 
@@ -121,3 +121,49 @@ def test_combined_beats_stela_on_topology_17_by_the_reference_margins(t17: Topol
         for n in range(1, 11)
     ]
     assert margins == pytest.approx([460, 560, 800, 760, 900, 600, 500, 400, 260, 260])  # TC-13
+
+
+def chain(spout: tuple[int, float], *bolts: tuple[int, float, float]) -> Topology:
+    """A linear topology: the spout's (units, output per unit), each bolt's (units, capacity, selectivity)."""
+    components: list[dict[str, object]] = [
+        {
+            "id": "1",
+            "kind": "spout",
+            "units": spout[0],
+            "outputPerUnit": spout[1],
+            "children": {"2": 1},
+            "maxUnits": None,
+        }
+    ]
+    for i, (units, capacity, selectivity) in enumerate(bolts, start=2):
+        children = {str(i + 1): 1} if i <= len(bolts) else {}
+        components.append(
+            {
+                "id": str(i),
+                "kind": "bolt",
+                "units": units,
+                "capacityPerUnit": capacity,
+                "selectivity": selectivity,
+                "children": children,
+            }
+        )
+    return parse_profile({"topology": "chain", "components": components})
+
+
+def test_a_spout_head_sizes_its_subtree_for_its_grown_output() -> None:
+    # No bolt saturated (100 < 150), so the spout is the head; at 2 units it emits 200/s, which the
+    # bolt absorbs only with a second unit (2 × 150 ≥ 200).
+    topology = chain((1, 100.0), (1, 150.0, 1.0))
+    found = {
+        c.r: named(topology, dict(c.extra)) for c in candidates(topology, topology.units, 2, FlowModel.DROP)
+    }
+    assert found[1] == {"1": 1, "2": 1}
+
+
+def test_the_residual_rounds_add_to_what_earlier_rounds_gave() -> None:
+    # Spout 200/s; bolt 2 congested (cap 100); bolt 3 cap 150; bolt 4 cap 50, selectivity 0.5.
+    # Greedy: {4: 1} (bolt 4 absorbs 100). Round 1: bolt 2 +1, its subtree's allocator +1 on bolt 4
+    # (now 150 in): {2: 1, 4: 2}. Round 2: bolt 3 congested (200 > 150): {2: 1, 3: 1, 4: 2}.
+    topology = chain((2, 100.0), (1, 100.0, 1.0), (1, 150.0, 1.0), (1, 50.0, 0.5))
+    plan = make_plan(topology, 4, Strategy.PREDICTIVE)
+    assert (plan.allocation, plan.gain) == ({"2": 1, "3": 1, "4": 2}, pytest.approx(50))
