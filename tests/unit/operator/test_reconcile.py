@@ -329,6 +329,15 @@ def test_the_plan_knows_that_executors_share_a_bolts_input_by_task() -> None:
     assert model.max_units[model.index["3"]] == 4
 
 
+def test_auto_plans_for_the_demand_over_the_target_utilization_unrounded() -> None:
+    """ρ = 0.7: the spout offers 500/0.7 = 714.29/s to the plan (not 714); bolts keep their capacity."""
+    auto = policy(mode="Auto", budget=0, maxUnits=10, targetUtilization=0.7)
+    model = planning_model(LINEAR, dict.fromkeys("1234", 1), dict.fromkeys("1234", 8), auto)
+    spout, bolt = model.components[model.index["1"]], model.components[model.index["2"]]
+    assert spout.output_per_unit == pytest.approx(500 / 0.7, rel=1e-12)
+    assert bolt.capacity_per_unit == 400.0
+
+
 def test_unit_cpu_is_the_cpu_limit_per_slot() -> None:
     w = world()
     w.cluster.cpu_limit_millicores = 1000

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import PodLoad
+from stormscale.operator.ports import PodLoad, StormTopologyState
+from stormscale.operator.reconcile import placement_drift, slots_problem
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import place_units
 from stormscale.planner.sizing.exact import scaled_to
+from stormscale.storm.model import Executor
 
 from .fakes import World
 from .test_reconcile import LINEAR, Pass, conditions, run, world
@@ -81,6 +83,25 @@ def test_without_the_new_fields_nothing_changes() -> None:
     assert w.cluster.replicas == 6
 
 
+def topology_state(hosts: dict[str, int], assigned: tuple[str, ...] = ()) -> StormTopologyState:
+    assignment = tuple(Executor("2", i, i, host, 6700, 60) for i, host in enumerate(assigned, start=1))
+    executors, tasks = dict.fromkeys("1234", 1), dict.fromkeys("1234", 8)
+    return StormTopologyState("ACTIVE", executors, tasks, 4, None, assignment, hosts)
+
+
+def test_slots_per_pod_is_judged_on_the_topologys_supervisors_else_on_any() -> None:
+    assert slots_problem(topology_state({"h0": 1, "h1": 2}), 2) is None  # h1 can run a pod's workers
+    assert "Supervisor h0" in (slots_problem(topology_state({"h0": 1, "h1": 1}), 2) or "")
+    assert "Supervisor h0" in (slots_problem(topology_state({"h0": 1, "h1": 2}, ("h0",)), 2) or "")
+    assert slots_problem(topology_state({"h0": 1, "h1": 2}, ("h1",)), 2) is None
+
+
+def test_no_placement_drift_without_a_placement_asked_and_applied() -> None:
+    storm = topology_state({"h0": 2})
+    sam = spec({"placement": "SAM", "slotsPerPod": 2})
+    assert placement_drift(None, storm, sam) is None  # asked, nothing applied yet
+
+
 def test_more_slots_per_pod_than_a_supervisor_offers_is_invalid_and_nothing_is_done() -> None:
     w = world(system={"__acker": 1}, supervisor_slots={f"h{i}": 1 for i in range(5)})
     outcome = run(w, spec({"slotsPerPod": 2}))
@@ -119,13 +140,18 @@ def test_recommend_mode_sizes_for_the_target_rate_and_applies_nothing() -> None:
 def test_auto_mode_applies_the_sizings_units_for_the_target_rate() -> None:
     w = world()
     auto = spec(mode="Auto", budget=0, maxUnits=8, targetRate=750, sizing="Exact")
-    done = converge(w, auto)
+    first = run(w, auto)
+    assert conditions(first)["ScalingLimited"] == ("False", "WithinLimits")  # the apply's own pass too
+    done = run(w, auto, run(w, auto, first.status, minutes=1).status, minutes=2)
     assert rebalances(w) == [({"1": 1, "2": 2, "3": 3, "4": 1}, 7)]  # ⌈750/400⌉, ⌈750/250⌉, ⌈750/900⌉
     assert done.status["appliedBudget"] == 3
     assert done.status["sizing"]["applied"] is True
     plan = done.status["lastPlan"]
     assert (plan["chosen"], plan["allocation"]) == ("exact", {"2": 1, "3": 2})
-    assert set(plan["alternatives"]) == {"stela", "predictive", "combined", "optimal", "exact"}
+    # Beside it, every budget strategy planned the same 3 units (2 and 3 decongested: 250 → 500/s).
+    assert plan["alternatives"] == dict.fromkeys(
+        ["stela", "predictive", "combined", "optimal", "exact"], 500.0
+    )
     assert conditions(done)["ScalingLimited"] == ("False", "WithinLimits")
     assert "(exact)" in w.events.posted[-1][2]
 
@@ -149,12 +175,30 @@ def test_a_sizing_above_max_units_is_held_there_by_the_budget_strategy_and_said(
     assert "could not be moved" not in limited  # every unit found a place to come from
 
 
+def test_a_sizing_above_max_units_says_so_on_the_pass_that_applies_it() -> None:
+    first = run(world(), spec(mode="Auto", budget=0, maxUnits=3, targetRate=1000))
+    assert conditions(first)["ScalingLimited"] == ("True", "MaxUnitsReached")
+
+
 def test_a_sizing_below_min_units_is_raised_there_by_the_budget_strategy_and_said() -> None:
     w = world()
     done = converge(w, spec(mode="Auto", budget=8, minUnits=8, maxUnits=10, targetRate=1000))
     assert done.status["appliedBudget"] == 8
     limited = next(c["message"] for c in done.status["conditions"] if c["type"] == "ScalingLimited")
     assert "moved +2 units to hold scaling.minUnits 8" in limited
+
+
+def test_a_sizing_that_moves_units_lists_those_taken_away_as_negative() -> None:
+    """Baseline 1, 3, 3, 1 (8 units); 500/s needs 1, 2, 2, 1 and budget 0 keeps 8: the budget strategy
+    gives the two left to the spout (1,000/s offered) and bolt 3; no delay holds the scale-in back.
+    Bolt 2 gave one up: lastPlan says −1."""
+    w = world(executors={"1": 1, "2": 3, "3": 3, "4": 1})
+    auto = spec(
+        mode="Auto", budget=4, maxUnits=8, targetRate=500, sizing="Exact", scaleInDelay="0s", cooldown="0s"
+    )
+    plan = run(w, auto).status["lastPlan"]
+    assert (plan["chosen"], plan["allocation"]) == ("exact", {"1": 1, "2": -1})
+    assert rebalances(w) == [({"1": 2, "2": 2, "3": 3, "4": 1}, 8)]
 
 
 def test_a_target_beyond_the_task_counts_is_sized_at_the_most_they_sustain() -> None:
@@ -246,6 +290,18 @@ def test_changing_the_placement_strategy_repacks_the_same_units() -> None:
     status = run(w, pdeployer, status, minutes=6).status
     assert [r[0] for r in rebalances(w)] == [LINEAR_UNITS, LINEAR_UNITS]
     assert status["placement"]["strategy"] == "PDeployer"
+
+
+@pytest.mark.parametrize("workers", [{}, {"placement": "SAM", "slotsPerPod": 2}])
+def test_a_deployment_scaled_by_hand_is_set_back_without_a_second_rebalance(workers: dict[str, Any]) -> None:
+    w = world(system={"__acker": 1})
+    p = spec(workers)
+    done = converge(w, p)
+    pods = w.cluster.replicas
+    w.cluster.replicas = pods + 4  # kubectl scale, or another controller
+    run(w, p, done.status, minutes=5)
+    assert (w.journal[-1], w.cluster.replicas) == (("scale", pods), pods)
+    assert len(rebalances(w)) == 1  # Storm still runs the units: only the Deployment is set back
 
 
 # --- item 4: the container level of each new unit -------------------------------------------------
