@@ -386,6 +386,16 @@ def test_before_anything_is_applied_a_plan_starts_from_the_baseline_with_the_who
     assert planning_start(baseline, StormTopologyStatus(units={"1": 1, "2": 2}), 3) == ({"1": 1, "2": 1}, 3)
 
 
+def test_a_topology_resubmitted_with_other_components_plans_from_its_baseline_again() -> None:
+    status = StormTopologyStatus(units={"1": 1, "2": 3}, applied_budget=2)  # the old topology's
+    assert planning_start({"1": 1, "2": 1, "3": 1}, status, 3) == ({"1": 1, "2": 1, "3": 1}, 3)
+
+
+def test_a_bolt_may_shrink_to_one_unit_and_a_fixed_spout_keeps_its_own() -> None:
+    model = planning_model(LINEAR, {"1": 1, "2": 3, "3": 3, "4": 1}, dict.fromkeys("1234", 8), policy())
+    assert [c.min_units for c in model.components] == [1, 1, 1, 1]
+
+
 def test_once_applied_a_plan_starts_from_what_runs_and_moves_only_the_difference() -> None:
     status = StormTopologyStatus(units={"1": 1, "2": 3}, applied_budget=2)
     assert planning_start({"1": 1, "2": 1}, status, 3) == ({"1": 1, "2": 3}, 1)

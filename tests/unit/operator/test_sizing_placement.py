@@ -147,7 +147,7 @@ def test_auto_mode_applies_the_sizings_units_for_the_target_rate() -> None:
     assert done.status["appliedBudget"] == 3
     assert done.status["sizing"]["applied"] is True
     plan = done.status["lastPlan"]
-    assert (plan["chosen"], plan["allocation"]) == ("exact", {"2": 1, "3": 2})
+    assert (plan["chosen"], plan["allocation"], plan["unallocated"]) == ("exact", {"2": 1, "3": 2}, 0)
     # Beside it, every budget strategy planned the same 3 units (2 and 3 decongested: 250 → 500/s).
     assert plan["alternatives"] == dict.fromkeys(
         ["stela", "predictive", "combined", "optimal", "exact"], 500.0

@@ -57,8 +57,16 @@ def test_two_overrides_of_one_component_are_refused() -> None:
         parse_spec(spec(components=[{"name": "2", "maxUnits": 2}, {"name": "2", "maxUnits": 3}]))
 
 
-def test_an_override_of_an_unknown_component_degrades_with_no_action() -> None:
-    policy = parse_spec(spec(components=[{"name": "2", "maxUnits": 4}, {"name": "splitter", "maxUnits": 2}]))
+@pytest.mark.parametrize(
+    "scaling",
+    [
+        {"budget": 2, "flowModel": "Drop"},  # the budget's plan
+        {"mode": "Recommend", "budget": 0, "targetRate": 750, "sizing": "Exact"},  # the sizing
+    ],
+)
+def test_an_override_of_an_unknown_component_degrades_with_no_action(scaling: dict[str, Any]) -> None:
+    overrides = [{"name": "2", "maxUnits": 4}, {"name": "splitter", "maxUnits": 2}]
+    policy = parse_spec(spec(components=overrides, scaling=scaling))
     executors = {"1": 1, "2": 1, "3": 1, "4": 1}
     w = World(
         FakeCluster(replicas=4),

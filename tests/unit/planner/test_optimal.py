@@ -105,6 +105,16 @@ def test_a_time_limit_returns_a_feasible_plan_with_a_proven_bound() -> None:
     assert plan.after >= make_plan(topology, 60, Strategy.COMBINED).after - 1e-9  # falls back, never worse
 
 
+def test_a_search_stopped_before_it_found_anything_falls_back_to_the_combined_choice() -> None:
+    """Topology 17, one unit: predictive's {16: 1} gains 500 tuples/s, Stela's {6: 1} 40; a search
+    given no time returns the better of the two (the combined strategy's choice), unproven."""
+    t17 = parse_profile(json.loads((PROFILES / "thesis-topology-17.json").read_text()))
+    plan = make_plan(t17, 1, Strategy.OPTIMAL, FlowModel.DROP, time_limit=1e-12)
+    assert (plan.allocation, plan.gain) == ({"16": 1}, pytest.approx(500))
+    assert plan.optimality is not None
+    assert not plan.optimality.proven
+
+
 def test_a_unit_that_adds_nothing_is_left_unallocated_only_by_optimal() -> None:
     """Bolt 3 at 2 executors of 4 tasks is the bottleneck: a third executor adds nothing (one of them
     runs 2 of the 4 tasks), the fourth doubles it. docs/planner.md, Model."""
