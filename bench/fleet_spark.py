@@ -1,5 +1,6 @@
 """Fleet benchmark: 1,000 topologies' samples at a 10 s step, 1 h, 6 h and 24 h of them, aggregated
-into one profile per topology by Spark ``local[2]`` and by the single-process engine.
+into one profile per topology by Spark ``local[2]`` (the grouped engine, the fleet's default, and the
+DataFrame job) and by the single-process engine.
 
 Run: ``make bench-fleet-spark`` (or ``.venv/bin/python -m bench.fleet_spark [--hours 1 6] [--engines
 spark local]``). Prints a table (hours, samples, engine, wall s, CPU s, peak RSS, samples/s, Spark's
@@ -13,8 +14,10 @@ per hour, so that the 1 h run reads the first file, the 6 h run the first six an
 :func:`~stormscale.aggregation.profiles.profile_results` for each (the ConfigMaps are not applied:
 that is the API server's time, not the aggregation's).
 
-Each engine runs in a fresh subprocess. Its peak memory is its RSS high-water mark (Spark's: the
-Python driver's plus the JVM's, which in ``local[2]`` holds the driver and both executors). The
+Each engine runs in a fresh subprocess. Its CPU seconds and peak memory are its whole process tree's:
+the Python driver, the JVM (which in ``local[2]`` holds the driver and both executors) and the
+Python workers the grouped engine runs its tasks in; memory is the tree's summed RSS, sampled every
+0.5 s (and never below one process's own high-water mark). The
 single process is stopped when its RSS passes ``--memory-cap`` GB or its time ``--time-cap`` s (the
 machine is shared: it would otherwise take the others' memory), and the table says where it stopped.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -36,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.aggregation import _jvm_cpu_s, _jvm_peak_mb, _own_cpu_s, profiles
+from bench.aggregation import _jvm_peak_mb, profiles
 from stormscale.aggregation import engines
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profile_results
@@ -47,7 +51,8 @@ OUT = Path(__file__).parent / "out"
 DATA = OUT / "fleet"
 TOPOLOGIES = 1000
 HOURS = (1, 6, 24)
-ENGINES = ("spark", "local")
+ENGINES = ("spark-grouped", "spark", "local")
+NAMES = {"spark-grouped": "spark grouped", "spark": "spark DataFrame", "local": "single process"}
 SPARK_CONF = {"spark.driver.memory": "3g"}
 #: Topologies generated at once before their rows are split by hour (one row group per hour file).
 BATCH = 16
@@ -135,29 +140,28 @@ def files(directory: Path, hours: int) -> list[str]:
 
 
 def measure(engine: str, hours: int, directory: Path, partitions: int) -> dict[str, Any]:
-    """One engine on the first ``hours`` files, in this (fresh) process; CPU counts the JVM too."""
+    """One engine on the first ``hours`` files, in this (fresh) process; CPU counts the whole tree."""
     specs = [load_structure(p) for p in sorted((directory / "structures").glob("t*.json"))]
     names = [s.topology for s in specs]
     params = Params()
     paths = files(directory, hours)
     jvm_mb = 0.0
     if engine == "local":
-        begin, cpu = time.perf_counter(), -_own_cpu_s()
+        begin, cpu = time.perf_counter(), -tree_cpu_s(os.getpid())
         aggregates = engines.aggregate(paths, names, params, engine="local")
     else:
         from stormscale.aggregation.spark import job
 
         spark = job.session("local[2]", partitions, app="bench-fleet", conf=SPARK_CONF)
         pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
-        begin, cpu = time.perf_counter(), -_own_cpu_s() - _jvm_cpu_s(pid)
-        aggregates = engines.aggregate(paths, names, params, engine="spark")
+        begin, cpu = time.perf_counter(), -tree_cpu_s(os.getpid())
+        aggregates = engines.aggregate(paths, names, params, engine=engine)
     results = profile_results(specs, aggregates, params)
     seconds = time.perf_counter() - begin
-    if engine == "spark":
-        cpu += _jvm_cpu_s(pid)
+    cpu += tree_cpu_s(os.getpid())
+    if engine != "local":
         jvm_mb = _jvm_peak_mb(pid)
         spark.stop()
-    cpu += _own_cpu_s()
     failed = {t: str(r) for t, r in results.items() if isinstance(r, Exception)}
     return {
         "seconds": seconds,
@@ -166,6 +170,42 @@ def measure(engine: str, hours: int, directory: Path, partitions: int) -> dict[s
         "profiles": len(results) - len(failed),
         "failed": dict(list(failed.items())[:3]),
     }
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command name (field 3 onwards), None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every live descendant of it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(current := todo.pop())
+        todo.extend(children.get(current, []))
+    return found
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process tree: each live process's user + system time and its reaped
+    children's (fields 14-17), so every process that ever ran under it counts once."""
+    ticks = 0
+    for member in tree(pid):
+        if (fields := _stat(member)) is not None:
+            ticks += sum(int(f) for f in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """The summed RSS of a process tree, in MB."""
+    return sum(_rss_mb(member) for member in tree(pid))
 
 
 def _rss_mb(pid: int) -> float:
@@ -186,9 +226,9 @@ def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argpar
     begin, peak, stopped = time.monotonic(), 0.0, None
     while child.poll() is None:
         time.sleep(0.5)
+        peak = max(peak, tree_rss_mb(child.pid))
         if engine != "local":
             continue
-        peak = max(peak, _rss_mb(child.pid))
         elapsed = time.monotonic() - begin
         if peak > args.memory_cap * 1024:
             stopped = f"RSS passed {args.memory_cap:g} GB after {elapsed:.0f} s"
@@ -211,33 +251,34 @@ def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argpar
         engine,
         m["seconds"],
         m["cpu"],
-        m["peak_mb"],
+        max(m["peak_mb"], peak),
         m["profiles"],
         partitions if engine == "spark" else None,
     )
 
 
 def table(results: list[Result]) -> str:
+    """One row per run, with its wall time over the single process's and the DataFrame job's (same
+    hours, same run)."""
     head = (
-        f"{'hours':>5} {'samples':>13} {'engine':<22} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} "
-        f"{'samples/s':>10} {'Spark/single':>12} {'profiles':>8}  note"
+        f"{'hours':>5} {'samples':>13} {'engine':<24} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} "
+        f"{'samples/s':>10} {'÷ single':>9} {'÷ DataFrame':>11} {'profiles':>8}  note"
     )
     lines = [head, "-" * len(head)]
-    single = {r.hours: r for r in results if r.engine == "local" and r.seconds}
+    done = {(r.hours, r.engine): r.seconds for r in results if r.seconds}
+
+    def ratio(r: Result, other: str) -> str:
+        base = done.get((r.hours, other))
+        return "" if r.engine == other or not r.seconds or base is None else f"{r.seconds / base:.2f}"
+
     for r in results:
-        name = ("spark local[2]" if r.engine == "spark" else "single process") + (
-            f" {r.label}" if r.label else ""
-        )
+        name = NAMES[r.engine] + (f" {r.label}" if r.label else "")
         wall = "-" if r.seconds is None else f"{r.seconds:8.1f}"
         rate = "-" if r.rate is None else f"{r.rate:10,.0f}"
-        other = single.get(r.hours)
-        ratio = ""
-        if r.engine == "spark" and r.seconds and other is not None and other.seconds:
-            ratio = f"{r.seconds / other.seconds:.2f}"
         note = r.stopped or (f"{r.partitions} shuffle partitions" if r.partitions else "")
         lines.append(
-            f"{r.hours:>5} {r.samples:>13,} {name:<22} {wall:>8} {r.cpu:>8.1f} {r.peak_mb:>11,.0f} "
-            f"{rate:>10} {ratio:>12} {r.profiles:>8}  {note}"
+            f"{r.hours:>5} {r.samples:>13,} {name:<24} {wall:>8} {r.cpu:>8.1f} {r.peak_mb:>11,.0f} "
+            f"{rate:>10} {ratio(r, 'local'):>9} {ratio(r, 'spark'):>11} {r.profiles:>8}  {note}"
         )
     return "\n".join(lines)
 
@@ -251,7 +292,7 @@ def plot(results: list[Result], path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     series = sorted({(r.engine, r.label) for r in results})
     for engine, tag in series:
-        label = ("Spark local[2]" if engine == "spark" else "single process") + (f" ({tag})" if tag else "")
+        label = NAMES[engine] + (f" ({tag})" if tag else "")
         mine = [r for r in results if (r.engine, r.label) == (engine, tag)]
         done = sorted((r for r in mine if r.seconds), key=lambda r: r.samples)
         left.plot([r.samples for r in done], [r.seconds for r in done], marker="o", label=label)

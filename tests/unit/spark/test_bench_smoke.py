@@ -23,3 +23,31 @@ def test_tiny_benchmark_runs_both_engines(
     ]
     assert (tmp_path / "aggregation.png").stat().st_size > 10_000
     assert len(list((tmp_path / "structures-20000").glob("t*.json"))) == 1
+
+
+def test_tiny_fleet_benchmark_compares_the_grouped_engine_with_the_single_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three topologies, one hour: the grouped engine's row has its three profiles, the whole process
+    tree's CPU (the Python workers' included: more than none) and its time over the single process's."""
+    from bench import fleet_spark
+
+    monkeypatch.setattr(fleet_spark, "OUT", tmp_path)
+    args = [
+        "--topologies",
+        "3",
+        "--hours",
+        "1",
+        "--engines",
+        "spark-grouped",
+        "local",
+        "--data",
+        str(tmp_path),
+    ]
+    assert fleet_spark.main(args) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if "spark grouped" in line]
+    hours, samples, _, _, _wall, cpu, peak, _rate, ratio, profiles = rows[-1]
+    assert (hours, samples, profiles) == ("1", f"{fleet_spark.rows_in(tmp_path, 1):,}", "3")
+    assert float(cpu) > 0
+    assert float(ratio) > 0
+    assert float(peak.replace(",", "")) > 500  # the JVM and its Python workers, not the driver alone

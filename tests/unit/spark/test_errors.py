@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from stormscale.aggregation import cli, local
+from stormscale.aggregation import cli, engines, local
 from stormscale.aggregation.params import Params
+from stormscale.aggregation.profiles import profiles
 from stormscale.aggregation.schema import AggregationError, UnsettledWindowError
 from stormscale.aggregation.spark import job
 from stormscale.aggregation.structure import Structure, load_structure, parse_structure
@@ -30,10 +31,20 @@ STRUCTURE = parse_structure(synthetic.structure(LINEAR, SCENARIO))
 Runner = Callable[[Sequence[str], Sequence[Structure], Params], list[dict[str, Any]]]
 
 
-@pytest.fixture(params=["spark", "local"])
+@pytest.fixture(params=["spark", "spark-grouped", "local"])
 def run(request: pytest.FixtureRequest, spark: SparkSession) -> Runner:
     if request.param == "local":
         return local.run
+    if request.param == "spark-grouped":
+
+        def grouped(
+            paths: Sequence[str], structures: Sequence[Structure], params: Params
+        ) -> list[dict[str, Any]]:
+            names = [s.topology for s in structures]
+            found = engines.aggregate(paths, names, params, engine="spark-grouped")
+            return profiles(structures, found, params)
+
+        return grouped
 
     def on_spark(
         paths: Sequence[str], structures: Sequence[Structure], params: Params
@@ -132,7 +143,7 @@ def test_malformed_structure_files_are_named(tmp_path: Path) -> None:
         load_structure(bad)
 
 
-@pytest.mark.parametrize("engine", ["spark", "local"])
+@pytest.mark.parametrize("engine", ["spark", "spark-grouped", "local"])
 def test_cli_exits_2_with_one_line_and_writes_nothing(
     engine: str, spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

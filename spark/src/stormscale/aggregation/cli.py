@@ -15,7 +15,7 @@ from typing import Any
 
 from stormscale.aggregation import engines, local
 from stormscale.aggregation.params import Params
-from stormscale.aggregation.profiles import write_profile
+from stormscale.aggregation.profiles import profiles, write_profile
 from stormscale.aggregation.schema import AggregationError
 from stormscale.aggregation.structure import Structure, load_structure
 
@@ -45,9 +45,7 @@ def parser() -> argparse.ArgumentParser:
         "--max-cv", type=float, default=d.max_cv, help="rate spread above which a window is unstable"
     )
     p.add_argument("--min-intervals", type=int, default=d.min_intervals, help="fewest steady intervals")
-    p.add_argument("--engine", choices=("spark", "local"), default="spark", help="local: single process")
-    p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
-    p.add_argument("--shuffle-partitions", type=int, default=8)
+    engines.add_engine_arguments(p)
     return p
 
 
@@ -68,6 +66,18 @@ def _structures(paths: Sequence[str]) -> list[Structure]:
 def _run(args: argparse.Namespace, structures: list[Structure], params: Params) -> list[dict[str, Any]]:
     if args.engine == "local":
         return local.run(args.samples, structures, params)
+    if args.engine == "spark-grouped":
+        names = [s.topology for s in structures]
+        found = engines.aggregate(
+            args.samples,
+            names,
+            params,
+            engine=args.engine,
+            master=args.master,
+            shuffle_partitions=args.shuffle_partitions,
+            rows_per_task=args.rows_per_task,
+        )
+        return profiles(structures, found, params)
     with engines.spark_session(args.master, args.shuffle_partitions) as spark:
         from stormscale.aggregation.spark import job  # noqa: PLC0415
 

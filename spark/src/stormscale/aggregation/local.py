@@ -92,7 +92,13 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     except (OSError, pa.ArrowInvalid) as err:
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
     check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)
-    condition = pc.field("topology").isin(list(topologies)) & pc.field("metric").isin(list(USED))
+    # The range is implied by the set; said apart, it lets Parquet's row-group statistics skip what
+    # lies outside it (pyarrow prunes on comparisons, not on is_in): a fleet task reads its group only.
+    names = sorted(topologies)
+    if not names:
+        raise AggregationError("structure: at least one topology structure is needed")
+    condition = (pc.field("topology") >= names[0]) & (pc.field("topology") <= names[-1])
+    condition &= pc.field("topology").isin(names) & pc.field("metric").isin(list(USED))
     if params.start is not None:
         condition &= pc.field("ts") >= pa.scalar(params.start, pa.timestamp("ms", tz="UTC"))
     if params.end is not None:
@@ -262,13 +268,32 @@ def executor_intervals(steady_rows: pa.Table) -> pa.Table:
     )
 
 
-def in_span(keys: Sequence[I64], ts: F64, x: F64) -> B:
-    """See :func:`stormscale.aggregation.spark.estimators.in_span`: per group of ``keys`` (integer
-    codes), whether each interval counts towards ``x``'s ``formulas.span_rate``."""
+def group_ids(keys: Sequence[I64]) -> I64:
+    """A dense id per distinct tuple of ``keys`` (non-negative integer codes, one array per column).
+
+    The codes are combined into one integer in mixed radix, k = (…(k₁·m₂ + k₂)·m₃ + …), with mᵢ the
+    column's largest code + 1, so one 1-D sort finds the groups (a row-wise ``np.unique(axis=0)``
+    sorts structured rows, ~10× slower); ids are in the order of that key.
+    """
+    if not len(keys[0]):
+        return np.zeros(0, dtype=np.int64)
+    combined = np.zeros(len(keys[0]), dtype=np.int64)
+    bound = 1
+    for column in keys:
+        radix = int(column.max()) + 1
+        bound *= radix
+        if bound >= 2**62:  # cannot happen with codes of a few million values per column
+            raise AggregationError("samples: too many distinct groups for the single-process engine")
+        combined = combined * radix + column
+    _, inverse = np.unique(combined, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).reshape(-1)
+
+
+def in_span(group: I64, ts: F64, x: F64) -> B:
+    """See :func:`stormscale.aggregation.spark.estimators.in_span`: per group (:func:`group_ids`),
+    whether each interval counts towards ``x``'s ``formulas.span_rate``."""
     if not len(ts):
         return np.zeros(0, dtype=np.bool_)
-    _, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_inverse=True)
-    group = np.asarray(inverse, dtype=np.int64).reshape(-1)
     size = int(group.max(initial=-1)) + 1
     moved = np.isfinite(x) & (np.nan_to_num(x) > 0)
     first, last = np.full(size, np.inf), np.full(size, -np.inf)
@@ -290,15 +315,17 @@ def executor_window(intervals: pa.Table) -> pa.Table:
     """Window rates and busy fractions per executor, each over whole periods of its own updates (as
     in the Spark job)."""
     dt, ts = _np(intervals, "dt"), _np(intervals, "ts")
-    keys = [
-        intervals[k].to_numpy(zero_copy_only=False).astype(np.int64)
-        for k in ("topology", "component", "executor")
-    ]
+    group = group_ids(
+        [
+            intervals[k].to_numpy(zero_copy_only=False).astype(np.int64)
+            for k in ("topology", "component", "executor")
+        ]
+    )
     columns: dict[str, Any] = {k: intervals[k] for k in ("topology", "component", "executor")}
     values = {n: _np(intervals, n) for n in ("executed", "emitted", "offered")}
     values |= {n: _np(intervals, n) * dt for n in ("busy", "storm_busy")}  # busy seconds
     for name, x in values.items():
-        keep = in_span(keys, ts, x)
+        keep = in_span(group, ts, x)
         columns[f"{name}_x"] = _nullable(x, keep)
         columns[f"{name}_dt"] = _nullable(dt, keep)
     for name in ("busy", "storm_busy"):
@@ -405,8 +432,8 @@ def edges(steady_rows: pa.Table, c: Codes, per_interval: pa.Table) -> list[dict[
     rows = steady_rows.filter(pa.array(edge_rows))
     partition = ("topology", "component", "executor", "source")
     executed, dt = _np(rows, "executed"), _np(rows, "dt")
-    keys = [rows[k].to_numpy(zero_copy_only=False).astype(np.int64) for k in partition]
-    keep = in_span(keys, _np(rows, "ts"), executed)
+    group = group_ids([rows[k].to_numpy(zero_copy_only=False).astype(np.int64) for k in partition])
+    keep = in_span(group, _np(rows, "ts"), executed)
     per_executor = _group(
         {k: rows[k] for k in partition} | {"executed": _nullable(executed, keep), "dt": _nullable(dt, keep)},
         list(partition),

@@ -5,7 +5,8 @@
 2. Each names its Storm topology (``spec.topologyName``); its structure is
    ``<--structure DIR>/<name>.json`` (or any structure file given whose ``topology`` is that name).
 3. The samples (Parquet from ``stormscale-samples``) of the window ``[end − window, end]`` are
-   aggregated once for all of them (Spark by default, ``--master`` any cluster; ``--engine local``
+   aggregated once for all of them (Spark by default, ``--master`` any cluster, each task one group
+   of topologies: ``--engine spark-grouped``; ``--engine spark`` the DataFrame job; ``--engine local``
    in one process), and each profile is built on its own.
 4. Each profile is applied, server-side, as ``<stormtopology>-profile`` in the StormTopology's
    namespace; its window is the one its samples actually span.
@@ -71,9 +72,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--settle", type=float, default=d.settle_s, help="seconds dropped after a rebalance")
     p.add_argument("--max-cv", type=float, default=d.max_cv, help="rate spread above which it is unsteady")
     p.add_argument("--min-intervals", type=int, default=d.min_intervals, help="fewest steady intervals")
-    p.add_argument("--engine", choices=engines.ENGINES, default="spark", help="local: single process")
-    p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
-    p.add_argument("--shuffle-partitions", type=int, default=8)
+    engines.add_engine_arguments(p)
     p.add_argument(
         "--conf", type=_setting, action="append", default=[], help="KEY=VALUE Spark setting (repeat)"
     )
@@ -181,6 +180,7 @@ def run(args: argparse.Namespace, fleet: Fleet, now: datetime) -> int:
             master=args.master,
             shuffle_partitions=args.shuffle_partitions,
             conf=dict(args.conf),
+            rows_per_task=args.rows_per_task,
         )
         results.update(profile_results([structures[t] for t in wanted], aggregates, params))
     return 1 if publish(fleet, found, results, now) else 0

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,9 +31,13 @@ def session(
 ) -> SparkSession:
     """A Spark session; ``local[*]`` needs no external service, any ``--master`` URL reaches a cluster.
 
-    Outside spark-submit, loopback only and no UI (``SPARK_LOCAL_IP`` defaults to 127.0.0.1).
+    Outside spark-submit, loopback only and no UI (``SPARK_LOCAL_IP`` defaults to 127.0.0.1). On a
+    ``local`` master the Python workers run this interpreter (``PYSPARK_PYTHON`` defaults to it, not
+    to the ``python3`` on PATH, which may lack the job's packages); a cluster's executors run theirs.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.appName(app)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
