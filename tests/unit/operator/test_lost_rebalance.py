@@ -59,6 +59,7 @@ def test_a_rebalance_storm_forgot_is_asked_again_once_its_wait_is_over_then_veri
     assert reasons(w) == [("Warning", "RebalanceReissued")]
     assert "asked again (2 of 3)" in w.events.posted[0][2]
     assert "1=1, 2=1, 3=1, 4=1 on 4 workers" in w.events.posted[0][2]  # what Storm ran
+    assert "requested again (2 of 3)" in message(again, "Progressing")  # the condition says it too
     done = at(w, again.status, 40)
     assert conditions(done)["Ready"] == ("True", "Applied")
     assert done.status["units"] == TARGET
