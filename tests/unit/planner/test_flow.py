@@ -124,6 +124,30 @@ def test_backpressure_never_sends_a_component_more_than_it_processes(document: d
         assert c.processed == pytest.approx(c.input)
 
 
+def test_backpressure_throttles_a_bolts_external_source_to_the_room_below_it() -> None:
+    """Bolt a (60/s) is offered 10/s by the spout and 100/s from outside: 110/s of demand, so both
+    sources slow to 60/110 and a passes exactly its capacity, 60/s (not 105.45/s)."""
+    topology = parse_profile(
+        {
+            "components": [
+                {"id": "s", "kind": "spout", "units": 1, "outputPerUnit": 10, "children": {"a": 1}},
+                {
+                    "id": "a",
+                    "kind": "bolt",
+                    "units": 1,
+                    "capacityPerUnit": 60,
+                    "externalInput": 100,
+                    "children": {"b": 1},
+                },
+                {"id": "b", "kind": "bolt", "units": 1, "capacityPerUnit": 1000},
+            ]
+        }
+    )
+    rates = backpressure_rates(topology, topology.units)
+    assert by_id(topology, rates.throttles) == pytest.approx({"s": 60 / 110, "a": 60 / 110, "b": 1.0})
+    assert throughput(topology, topology.units, FlowModel.BACKPRESSURE) == pytest.approx(60.0)
+
+
 def test_backpressure_sends_a_bolt_with_spare_capacity_exactly_its_external_input() -> None:
     """A bolt fed from outside (``externalInput``) with room to spare is not throttled: α = 1, not
     the room left at and below it (here b's: 100/20 = 5)."""
