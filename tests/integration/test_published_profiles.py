@@ -119,7 +119,8 @@ def publish(
     """The fleet job as the CronJob runs it (Spark, here the module's local[2] session)."""
     parquet, structures, end = samples
     argv = ["--samples", str(parquet), "--structure", str(structures), "--namespace", namespace]
-    argv += ["--end", (end + timedelta(seconds=30)).isoformat(), "--window", "1h", "--engine", "spark-grouped"]
+    argv += ["--end", (end + timedelta(seconds=30)).isoformat(), "--window", "1h"]
+    argv += ["--engine", "spark-grouped"]
     return cli.main(argv, fleet=FleetApi(kube_api))
 
 

@@ -94,6 +94,8 @@ def test_slots_per_pod_is_judged_on_the_topologys_supervisors_else_on_any() -> N
     assert "Supervisor h0" in (slots_problem(topology_state({"h0": 1, "h1": 1}), 2) or "")
     assert "Supervisor h0" in (slots_problem(topology_state({"h0": 1, "h1": 2}, ("h0",)), 2) or "")
     assert slots_problem(topology_state({"h0": 1, "h1": 2}, ("h1",)), 2) is None
+    assert slots_problem(topology_state({"h0": 4, "h1": 8}, ("h0", "h1")), 2) is None  # more is room
+    assert slots_problem(topology_state({"h0": 1, "h1": 4}), 2) is None
 
 
 def test_no_placement_drift_without_a_placement_asked_and_applied() -> None:
@@ -225,6 +227,7 @@ def test_sam_packs_the_units_on_pods_of_two_slots_and_the_rebalance_carries_it()
     assert sum(worker.get("__acker", 0) for pod in layout for worker in pod) == 1  # Storm's own, placed
     assert first.status["pending"]["placement"]["layout"] == [{"workers": pod} for pod in layout]
     assert conditions(first)["Progressing"] == ("True", "RebalanceRequested")
+    assert conditions(first)["Ready"] == ("False", "RebalanceRequested")  # not ready until verified
     done = run(w, spec({"placement": "SAM", "slotsPerPod": 2}), first.status, minutes=1)
     assert conditions(done)["Ready"] == ("True", "Applied")
     assert (done.status["placement"]["strategy"], done.status["placement"]["pods"]) == ("SAM", 3)
