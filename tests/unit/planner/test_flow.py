@@ -36,6 +36,13 @@ def test_initial_throughput_and_congestion_of_the_thesis_topologies(
     assert {c.id for c in state.components if c.congested} == congested
 
 
+def test_under_backpressure_only_bolts_whose_demand_exceeds_their_capacity_are_congested() -> None:
+    """Linear: the spout's 500/s is every bolt's demand; 2 (400) and 3 (250) cannot take it, 4 (900) can."""
+    state = evaluate(thesis("linear"), thesis("linear").units, FlowModel.BACKPRESSURE)
+    assert state.throughput == pytest.approx(250)
+    assert {c.id for c in state.components if c.congested} == {"2", "3"}
+
+
 def test_topology_17_rates_drops_and_ratios(t17: Topology) -> None:
     state = {c.id: c for c in evaluate(t17, t17.units, FlowModel.DROP).components}
     dropped = {cid: c.lost for cid, c in state.items() if c.lost > 0}
