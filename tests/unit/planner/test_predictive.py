@@ -167,3 +167,79 @@ def test_the_residual_rounds_add_to_what_earlier_rounds_gave() -> None:
     topology = chain((2, 100.0), (1, 100.0, 1.0), (1, 150.0, 1.0), (1, 50.0, 0.5))
     plan = make_plan(topology, 4, Strategy.PREDICTIVE)
     assert (plan.allocation, plan.gain) == ({"2": 1, "3": 1, "4": 2}, pytest.approx(50))
+
+
+def test_a_residual_unit_goes_to_the_head_whose_one_unit_decongestion_costs_least_then_gains_most() -> None:
+    """Spout 1,000/s split between bolts 2 and 3 (100/s each, congested). One unit fits no candidate
+    with its subtree (each needs 2), so the residual round picks a head by its r = 1 decongestion:
+    2 needs {2, 4} and 3 needs {3, 5}, 2 units each; the tie goes to the larger ΔΘ (2's +400 against
+    3's +200). Bolt 2 gets the unit: 600 → 840/s (+240; r = 2 would have picked 3, +100)."""
+    topology = parse_profile(
+        {
+            "components": [
+                {
+                    "id": "1",
+                    "kind": "spout",
+                    "units": 2,
+                    "outputPerUnit": 500,
+                    "children": {"2": 0.5, "3": 0.5},
+                },
+                {"id": "2", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"4": 1}},
+                {"id": "3", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"5": 1}},
+                {
+                    "id": "4",
+                    "kind": "bolt",
+                    "units": 2,
+                    "capacityPerUnit": 80,
+                    "selectivity": 2,
+                    "children": {"6": 1},
+                },
+                {"id": "5", "kind": "bolt", "units": 1, "capacityPerUnit": 150, "selectivity": 2},
+                {"id": "6", "kind": "bolt", "units": 1, "capacityPerUnit": 400, "selectivity": 2},
+            ]
+        }
+    )
+    plan = make_plan(topology, 1, Strategy.PREDICTIVE)
+    assert (plan.allocation, plan.before, plan.gain) == ({"2": 1}, pytest.approx(600), pytest.approx(240))
+
+
+def test_a_residual_head_is_judged_by_what_its_next_unit_needs_not_by_its_current_state() -> None:
+    """Spout 1,000/s split between bolt 2 (150/s) → 7 and bolt 3 (2 × 200/s, selectivity ½) → 4, 5.
+    One unit fits no candidate with its subtree. With a unit, 2 would send 300/s to 7 (160/s: +2
+    units), 3 would send 125/s to 4 (100/s: +1): 3 needs fewer and gets it, 675 → 725/s (+50). Judged
+    at r = 0 both need nothing, and the lower id, 2, would gain 5."""
+    topology = parse_profile(
+        {
+            "components": [
+                {
+                    "id": "1",
+                    "kind": "spout",
+                    "units": 2,
+                    "outputPerUnit": 500,
+                    "children": {"2": 0.5, "3": 0.5},
+                },
+                {"id": "2", "kind": "bolt", "units": 1, "capacityPerUnit": 150, "children": {"7": 1}},
+                {
+                    "id": "3",
+                    "kind": "bolt",
+                    "units": 2,
+                    "capacityPerUnit": 200,
+                    "selectivity": 0.5,
+                    "children": {"4": 0.5, "5": 0.5},
+                },
+                {
+                    "id": "4",
+                    "kind": "bolt",
+                    "units": 2,
+                    "capacityPerUnit": 50,
+                    "selectivity": 2,
+                    "children": {"6": 1},
+                },
+                {"id": "5", "kind": "bolt", "units": 2, "capacityPerUnit": 80, "selectivity": 2},
+                {"id": "6", "kind": "bolt", "units": 2, "capacityPerUnit": 250, "selectivity": 2},
+                {"id": "7", "kind": "bolt", "units": 2, "capacityPerUnit": 80, "selectivity": 0.5},
+            ]
+        }
+    )
+    plan = make_plan(topology, 1, Strategy.PREDICTIVE)
+    assert (plan.allocation, plan.before, plan.gain) == ({"3": 1}, pytest.approx(675), pytest.approx(50))
