@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from stormscale.aggregation import engines
 from stormscale.aggregation.aggregates import Aggregates, WindowStats
+from stormscale.aggregation.local import group_ids
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.schema import AggregationError
 from stormscale.aggregation.spark.grouped import merged, topology_groups
@@ -24,6 +26,20 @@ pytestmark = pytest.mark.spark
 
 PARAMS = Params(settle_s=0)
 SHAPES = ("linear", "diamond", "simple-tree")
+
+
+def test_group_ids_are_dense_and_equal_exactly_for_equal_key_tuples() -> None:
+    a = np.array([0, 1, 0, 1, 0, 2], dtype=np.int64)
+    b = np.array([3, 0, 3, 0, 1, 0], dtype=np.int64)
+    ids = group_ids([a, b])
+    assert ids.tolist() == [1, 2, 1, 2, 0, 3]  # (0,1) < (0,3) < (1,0) < (2,0)
+    assert group_ids([np.zeros(0, dtype=np.int64)]).tolist() == []
+
+
+def test_a_key_space_beyond_62_bits_is_refused_not_wrapped() -> None:
+    huge = np.array([2**31], dtype=np.int64)
+    with pytest.raises(AggregationError, match="too many distinct groups"):
+        group_ids([huge, huge])
 
 
 def test_groups_are_contiguous_name_ranges_of_nearly_equal_count() -> None:

@@ -115,16 +115,22 @@ def encode(table: pa.Table) -> Codes:
     return Codes(codes, names)
 
 
-def _series_key(codes: Codes) -> I64:
-    key = np.zeros(len(codes.codes["topology"]), dtype=np.int64)
+def mixed_radix(columns: Sequence[I64], radices: Sequence[int], what: str) -> I64:
+    """One integer per row from integer codes, k = (…(k₁·m₂ + k₂)·m₃ + …) with mᵢ the radix of
+    column i (its codes are below it): equal rows get equal keys, and one 1-D sort orders them."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
     bound = 1
-    for column in SERIES:
-        size = max(len(codes.names[column]), 1)
-        bound *= size
+    for column, radix in zip(columns, radices, strict=True):
+        bound *= radix
         if bound >= 2**62:
-            raise AggregationError("samples: too many distinct series for the single-process engine")
-        key = key * size + codes.codes[column]
+            raise AggregationError(f"samples: too many distinct {what} for the single-process engine")
+        key = key * radix + column
     return key
+
+
+def _series_key(codes: Codes) -> I64:
+    columns = [codes.codes[column] for column in SERIES]
+    return mixed_radix(columns, [max(len(codes.names[column]), 1) for column in SERIES], "series")
 
 
 def with_increments(table: pa.Table, counters: Sequence[str] = COUNTERS) -> Stepped:
@@ -269,22 +275,12 @@ def executor_intervals(steady_rows: pa.Table) -> pa.Table:
 
 
 def group_ids(keys: Sequence[I64]) -> I64:
-    """A dense id per distinct tuple of ``keys`` (non-negative integer codes, one array per column).
-
-    The codes are combined into one integer in mixed radix, k = (…(k₁·m₂ + k₂)·m₃ + …), with mᵢ the
-    column's largest code + 1, so one 1-D sort finds the groups (a row-wise ``np.unique(axis=0)``
-    sorts structured rows, ~10× slower); ids are in the order of that key.
-    """
+    """A dense id per distinct tuple of ``keys`` (non-negative integer codes, one array per column):
+    their :func:`mixed_radix` key (radix: the column's largest code + 1) and one 1-D sort (a row-wise
+    ``np.unique(axis=0)`` sorts structured rows, ~10× slower); ids are in the order of that key."""
     if not len(keys[0]):
         return np.zeros(0, dtype=np.int64)
-    combined = np.zeros(len(keys[0]), dtype=np.int64)
-    bound = 1
-    for column in keys:
-        radix = int(column.max()) + 1
-        bound *= radix
-        if bound >= 2**62:  # cannot happen with codes of a few million values per column
-            raise AggregationError("samples: too many distinct groups for the single-process engine")
-        combined = combined * radix + column
+    combined = mixed_radix(keys, [int(column.max()) + 1 for column in keys], "groups")
     _, inverse = np.unique(combined, return_inverse=True)
     return np.asarray(inverse, dtype=np.int64).reshape(-1)
 
