@@ -172,8 +172,9 @@ def test_the_residual_rounds_add_to_what_earlier_rounds_gave() -> None:
 def test_a_residual_unit_goes_to_the_head_whose_one_unit_decongestion_costs_least_then_gains_most() -> None:
     """Spout 1,000/s split between bolts 2 and 3 (100/s each, congested). One unit fits no candidate
     with its subtree (each needs 2), so the residual round picks a head by its r = 1 decongestion:
-    2 needs {2, 4} and 3 needs {3, 5}, 2 units each; the tie goes to the larger ΔΘ (2's +400 against
-    3's +200). Bolt 2 gets the unit: 600 → 840/s (+240; r = 2 would have picked 3, +100)."""
+    2 needs {2, 5} and 3 needs {3, 4}, 2 units each; the tie goes to the larger ΔΘ (3's +400 against
+    2's +200), not to the lower id. Bolt 3 gets the unit: 600 → 840/s (+240; r = 2 would have picked
+    2, +100)."""
     topology = parse_profile(
         {
             "components": [
@@ -184,8 +185,8 @@ def test_a_residual_unit_goes_to_the_head_whose_one_unit_decongestion_costs_leas
                     "outputPerUnit": 500,
                     "children": {"2": 0.5, "3": 0.5},
                 },
-                {"id": "2", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"4": 1}},
-                {"id": "3", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"5": 1}},
+                {"id": "2", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"5": 1}},
+                {"id": "3", "kind": "bolt", "units": 1, "capacityPerUnit": 100, "children": {"4": 1}},
                 {
                     "id": "4",
                     "kind": "bolt",
@@ -200,7 +201,7 @@ def test_a_residual_unit_goes_to_the_head_whose_one_unit_decongestion_costs_leas
         }
     )
     plan = make_plan(topology, 1, Strategy.PREDICTIVE)
-    assert (plan.allocation, plan.before, plan.gain) == ({"2": 1}, pytest.approx(600), pytest.approx(240))
+    assert (plan.allocation, plan.before, plan.gain) == ({"3": 1}, pytest.approx(600), pytest.approx(240))
 
 
 def test_a_residual_head_is_judged_by_what_its_next_unit_needs_not_by_its_current_state() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from stormscale.planner import FlowModel, Strategy, Topology, make_plan
+from stormscale.planner import FlowModel, Strategy, Topology, make_plan, parse_profile
 from stormscale.planner.flow import throughput
 from stormscale.planner.model import add_allocation
 
@@ -27,6 +27,23 @@ def test_predictive_scale_in_removes_the_unit_whose_loss_costs_least() -> None:
     assert (plan.before, plan.after) == (500.0, 500.0)
     worst = throughput(linear, add_allocation(linear, linear.units, {linear.index["2"]: -1}), FlowModel.DROP)
     assert worst == 400.0  # what removing the other unit would have cost
+
+
+def test_each_scale_in_step_starts_from_what_the_steps_before_it_left() -> None:
+    """Spout 3 × 200/s → bolt 2 (3 × 400/s) → bolt 3 (3 × 100/s, selectivity 2): Θ = 600. Two units
+    out: bolt 2 can give up two (one unit's 400/s still feeds bolt 3's 300/s), bolt 3 none without
+    loss; judged from a state that forgot the first removal, the second would come from bolt 3."""
+    chain = parse_profile(
+        {
+            "components": [
+                {"id": "1", "kind": "spout", "units": 3, "outputPerUnit": 200, "children": {"2": 1}},
+                {"id": "2", "kind": "bolt", "units": 3, "capacityPerUnit": 400, "children": {"3": 1}},
+                {"id": "3", "kind": "bolt", "units": 3, "capacityPerUnit": 100, "selectivity": 2},
+            ]
+        }
+    )
+    plan = make_plan(chain, -2, Strategy.PREDICTIVE, FlowModel.DROP)
+    assert (plan.allocation, plan.before, plan.after) == ({"2": -2}, 600.0, 600.0)
 
 
 def test_each_predictive_scale_in_step_keeps_the_highest_throughput() -> None:
