@@ -18,7 +18,7 @@ from stormscale.aggregation.aggregates import Aggregates, WindowStats
 from stormscale.aggregation.local import group_ids
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.schema import AggregationError
-from stormscale.aggregation.spark.grouped import merged, topology_groups
+from stormscale.aggregation.spark.grouped import _cause, merged, topology_groups
 from tests.synthetic import samples as synthetic
 from tests.unit.spark.conftest import thesis
 
@@ -58,6 +58,17 @@ def test_at_least_two_groups_per_core_and_never_more_than_topologies() -> None:
 def test_a_bound_below_one_row_is_refused() -> None:
     with pytest.raises(AggregationError, match="rows per task: 0"):
         topology_groups(["a"], rows=10, rows_per_task=0, parallelism=1)
+
+
+def test_a_failed_task_is_said_by_its_python_exceptions_line() -> None:
+    worker = RuntimeError(
+        "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        'Traceback (most recent call last):\n  File "local.py", line 3, in read\n'
+        "pyarrow.lib.ArrowInvalid: Parquet magic bytes not found in footer\n"
+    )
+    assert _cause(worker) == "pyarrow.lib.ArrowInvalid: Parquet magic bytes not found in footer"
+    assert _cause(RuntimeError("Py4J: connection lost\n\tat x")) == "Py4J: connection lost"
+    assert _cause(MemoryError()) == "MemoryError"
 
 
 def test_merging_keeps_every_groups_topologies() -> None:

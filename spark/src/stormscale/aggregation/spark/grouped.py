@@ -3,10 +3,11 @@ aggregates its group with the single-process estimators (:mod:`stormscale.aggreg
 
 Why: a topology's profile needs only that topology's samples, and the DataFrame job
 (:mod:`stormscale.aggregation.spark.job`) pays for its generality with a shuffle and sort of every raw
-row and a per-row window (11.4 µs of CPU a sample on two cores). Here nothing is shuffled: each task
-reads its topologies' rows straight from the Parquet files (row groups whose ``topology`` statistics
-miss the group are skipped), runs the NumPy estimators (the DataFrame job's twins, tested to agree with
-it) and returns a few rows per component; the driver merges the groups' aggregates.
+row and a per-row window (about 11 µs of CPU a sample, against about 1.2 here: docs/aggregation.md).
+Here nothing is shuffled: each task reads its topologies' rows straight from the Parquet files (row
+groups whose ``topology`` statistics miss the group are skipped), runs the NumPy estimators (the
+DataFrame job's twins, tested to agree with it) and returns a few rows per component; the driver
+merges the groups' aggregates.
 
 Memory per task is one group's rows (about 600 bytes a sample in the estimators), so the number of
 groups grows with the input, ``⌈rows / rows_per_task⌉`` (at least two per core), and a task's memory
