@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from stormscale.planner import FlowModel, Strategy, Topology, make_plan, parse_profile
 from stormscale.planner.flow import throughput
 from stormscale.planner.model import add_allocation
@@ -83,3 +85,49 @@ def test_combined_takes_stela_only_when_strictly_better() -> None:
     assert stela.after > make_plan(tree, 2, Strategy.PREDICTIVE, FlowModel.DROP).after
     combined = make_plan(tree, 2, Strategy.COMBINED, FlowModel.DROP)
     assert (combined.chosen, combined.allocation) == (Strategy.STELA, stela.allocation)
+
+
+def test_a_heuristic_scale_out_that_would_lower_throughput_under_backpressure_is_not_made() -> None:
+    """Spout c0 (2 × 500/s) feeds c3 (150/s, no headroom); spout c1 (500/s) feeds c2 (→ c3 and c5) and
+    c4 (150/s, no headroom). Under backpressure every source feeding c3 slows to its ratio 150/1,100:
+    Θ = 150 + 27.3 + 27.3 = 204.5. No bolt with headroom is congested, so both heuristics would add
+    a unit to the first spout, c0: c3's ratio falls to 150/1,600 and c1's flow with it, Θ = 187.5. That
+    plan is not made (its unit stays unallocated); the exact program adds c1's unit instead: 250."""
+    topology = parse_profile(
+        {
+            "components": [
+                {
+                    "id": "c0",
+                    "kind": "spout",
+                    "units": 2,
+                    "outputPerUnit": 500,
+                    "maxUnits": None,
+                    "children": {"c3": 1},
+                },
+                {
+                    "id": "c1",
+                    "kind": "spout",
+                    "units": 1,
+                    "outputPerUnit": 500,
+                    "maxUnits": None,
+                    "children": {"c2": 0.6, "c4": 0.4},
+                },
+                {
+                    "id": "c2",
+                    "kind": "bolt",
+                    "units": 1,
+                    "capacityPerUnit": 400,
+                    "children": {"c3": 1 / 3, "c5": 2 / 3},
+                },
+                {"id": "c3", "kind": "bolt", "units": 1, "capacityPerUnit": 150, "maxUnits": 1},
+                {"id": "c4", "kind": "bolt", "units": 1, "capacityPerUnit": 150, "maxUnits": 1},
+                {"id": "c5", "kind": "bolt", "units": 2, "capacityPerUnit": 300},
+            ]
+        }
+    )
+    for strategy in (Strategy.STELA, Strategy.PREDICTIVE, Strategy.COMBINED):
+        plan = make_plan(topology, 1, strategy, FlowModel.BACKPRESSURE)
+        assert (plan.allocation, plan.unallocated) == ({}, 1), strategy
+        assert plan.after == pytest.approx(plan.before) == pytest.approx(150 + 2 * 150 * 500 / 1100 * 0.4)
+    exact = make_plan(topology, 1, Strategy.OPTIMAL, FlowModel.BACKPRESSURE)
+    assert (exact.allocation, exact.after) == ({"c1": 1}, pytest.approx(250))

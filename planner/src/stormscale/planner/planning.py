@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from stormscale.planner.flow import FlowModel, throughput
+from stormscale.planner.flow import FlowModel, congestion_tolerance, throughput
 from stormscale.planner.model import Topology, Units, add_allocation, allocation_between
 from stormscale.planner.optimal import optimal_alloc
 from stormscale.planner.predictive import residual_alloc
@@ -172,14 +172,31 @@ def _best_heuristic(topology: Topology, units: Units, budget: int, model: FlowMo
 
 def _stela_extra(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:
     if budget > 0:
-        return _extra_from_picks(stela_scale_out(topology, units, budget, model), +1)
+        picks = stela_scale_out(topology, units, budget, model)
+        return _no_loss(topology, units, model, _extra_from_picks(picks, +1))
     return _extra_from_picks(stela_scale_in(topology, units, -budget, model), -1)
 
 
 def _predictive_extra(topology: Topology, units: Units, budget: int, model: FlowModel) -> dict[int, int]:
     if budget > 0:
-        return residual_alloc(topology, units, budget, model)
+        return _no_loss(topology, units, model, residual_alloc(topology, units, budget, model))
     return _extra_from_picks(greedy_scale_in(topology, units, -budget, model), -1)
+
+
+def _no_loss(topology: Topology, units: Units, model: FlowModel, extra: dict[int, int]) -> dict[int, int]:
+    """A heuristic's scale-out, or nothing if it predicts a lower Θ than the units it starts from:
+
+        Θ(u + extra) < Θ(u) − ε  ⇒  extra := ∅  (its units stay unallocated)
+
+    Our correction, not the thesis's: under the drop model Θ never falls when units are added, but
+    under backpressure a spout's extra output can take a shared, capped bottleneck's capacity from
+    another source's flow (every source feeding it slows to the same ratio), and both heuristics add
+    a spout unit when no bolt with headroom is congested (found by the property tests; the exact
+    program picks the other spout there). docs/planner.md, "Model".
+    """
+    before = throughput(topology, units, model)
+    after = throughput(topology, add_allocation(topology, units, extra), model)
+    return {} if after < before - congestion_tolerance(before) else extra
 
 
 def compare_strategies(
