@@ -124,8 +124,8 @@ def aggregate(
 
 
 def _cause(err: Exception) -> str:
-    """The line of a task's failure that names it: the last ``SomethingError: …`` line of the Python
-    worker's traceback, else the message's first line."""
+    """The line of a task's failure that names it: the last ``module.ExceptionName: …`` line of the
+    Python worker's traceback (``pyarrow.lib.ArrowInvalid: …``), else the message's first line."""
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    named = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    named = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*: ", line)]
     return named[-1] if named else (lines[0] if lines else type(err).__name__)
