@@ -67,16 +67,7 @@ def _run(args: argparse.Namespace, structures: list[Structure], params: Params) 
     if args.engine == "local":
         return local.run(args.samples, structures, params)
     if args.engine == "spark-grouped":
-        names = [s.topology for s in structures]
-        found = engines.aggregate(
-            args.samples,
-            names,
-            params,
-            engine=args.engine,
-            master=args.master,
-            shuffle_partitions=args.shuffle_partitions,
-            rows_per_task=args.rows_per_task,
-        )
+        found = engines.aggregate_with(args, [s.topology for s in structures], params)
         return profiles(structures, found, params)
     with engines.spark_session(args.master, args.shuffle_partitions) as spark:
         from stormscale.aggregation.spark import job  # noqa: PLC0415

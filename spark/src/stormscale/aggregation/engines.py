@@ -62,6 +62,21 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def aggregate_with(args: argparse.Namespace, topologies: Sequence[str], params: Params) -> Aggregates:
+    """:func:`aggregate` of ``args.samples`` with the flags :func:`add_engine_arguments` declared (and
+    ``--conf`` settings where the command has them)."""
+    return aggregate(
+        args.samples,
+        topologies,
+        params,
+        engine=args.engine,
+        master=args.master,
+        shuffle_partitions=args.shuffle_partitions,
+        conf=dict(getattr(args, "conf", [])),
+        rows_per_task=args.rows_per_task,
+    )
+
+
 @contextmanager
 def spark_session(
     master: str | None, shuffle_partitions: int, conf: Mapping[str, str] | None = None

@@ -172,16 +172,7 @@ def run(args: argparse.Namespace, fleet: Fleet, now: datetime) -> int:
         if t.topology not in structures
     }
     if wanted:
-        aggregates = engines.aggregate(
-            args.samples,
-            wanted,
-            params,
-            engine=args.engine,
-            master=args.master,
-            shuffle_partitions=args.shuffle_partitions,
-            conf=dict(args.conf),
-            rows_per_task=args.rows_per_task,
-        )
+        aggregates = engines.aggregate_with(args, wanted, params)
         results.update(profile_results([structures[t] for t in wanted], aggregates, params))
     return 1 if publish(fleet, found, results, now) else 0
 
