@@ -272,6 +272,24 @@ def test_a_missing_profile_falls_back_to_in_process_with_the_condition_and_one_w
     assert conditions(again)["PublishedProfile"] == ("False", "PublishedProfileMissing")
 
 
+def test_a_warning_is_posted_when_the_reason_changes_either_way_and_not_again_for_the_same() -> None:
+    """The status goes through JSON between passes (as through the API server: the stored reason is
+    a new string, never the enum's own object), and the reason changes both ways: Missing → Invalid
+    → Missing (they sort the other way round)."""
+    w = world()
+    missing = json.loads(json.dumps(run(w, policy(mode="Recommend"))))
+    same = json.loads(json.dumps(run(w, policy(mode="Recommend"), missing)))
+    w.published.data[WHERE] = broken("profile.json", "{")
+    invalid = json.loads(json.dumps(run(w, policy(mode="Recommend"), same)))
+    w.published.data.clear()
+    run(w, policy(mode="Recommend"), invalid)
+    assert [r for _, r, _ in w.events.posted] == [
+        "PublishedProfileMissing",
+        "PublishedProfileInvalid",
+        "PublishedProfileMissing",
+    ]
+
+
 def test_switching_back_to_in_process_drops_the_condition() -> None:
     w = world()
     status = run(w, policy())

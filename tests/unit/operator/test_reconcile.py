@@ -12,7 +12,14 @@ import pytest
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, SettlingError, StaleMetricsError, UnavailableError
-from stormscale.operator.reconcile import Resource, planning_model, planning_start, reconcile
+from stormscale.operator.reconcile import (
+    InvalidProfileError,
+    Resource,
+    first_problems,
+    planning_model,
+    planning_start,
+    reconcile,
+)
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile, parse_profile
 
@@ -391,6 +398,20 @@ def test_a_topology_resubmitted_with_other_components_plans_from_its_baseline_ag
     assert planning_start({"1": 1, "2": 1, "3": 1}, status, 3) == ({"1": 1, "2": 1, "3": 1}, 3)
 
 
+@pytest.mark.parametrize(
+    ("running", "named"),
+    [
+        ({"1": 1, "2": 1, "3": 1, "4": 1, "5": 1}, "5"),  # Storm runs a component the profile lacks
+        ({"1": 1, "2": 1, "3": 1}, "4"),  # the profile has one Storm does not run
+        ({"1": 1, "2": 1, "3": 1, "5": 1}, "5"),  # both: what Storm runs comes first
+    ],
+)
+def test_a_profile_and_topology_that_disagree_name_the_component(running: dict[str, int], named: str) -> None:
+    with pytest.raises(InvalidProfileError) as err:
+        planning_model(LINEAR, running, dict.fromkeys(running, 8), policy())
+    assert str(err.value) == f"profile and topology disagree on components: {named}"
+
+
 def test_a_bolt_may_shrink_to_one_unit_and_a_fixed_spout_keeps_its_own() -> None:
     model = planning_model(LINEAR, {"1": 1, "2": 3, "3": 3, "4": 1}, dict.fromkeys("1234", 8), policy())
     assert [c.min_units for c in model.components] == [1, 1, 1, 1]
@@ -441,6 +462,10 @@ def test_a_topology_resubmitted_with_other_components_gets_a_fresh_baseline() ->
     assert fresh.status["pending"]["budget"] == 2
     assert set(fresh.status["pending"]["units"]) == set(ids)
     assert [e[:2] for e in w.events.posted[events:]] == [("Normal", "BaselineRefreshed")]
+    assert w.events.posted[-1][2] == (
+        "Storm runs other components than the baseline's (1, 2, 3, 4): "
+        "baseline count=1, sink=1, split=1, spout=1"
+    )
 
 
 def test_auto_mode_holds_a_refused_budget_too() -> None:
@@ -453,3 +478,17 @@ def test_auto_mode_holds_a_refused_budget_too() -> None:
     assert [c[0] for c in w.nimbus.calls].count("rebalance") == 1
     assert [j[1] for j in w.journal if j[0] == "scale"] == [6, 4]
     assert [e[:2] for e in w.events.posted] == [("Warning", "ApplyRefused")]
+
+
+@pytest.mark.parametrize(
+    ("count", "said"),
+    [
+        (0, ""),
+        (1, "p1"),
+        (3, "p1; p2; p3"),
+        (4, "p1; p2; p3; …"),
+        (5, "p1; p2; p3; …"),
+    ],
+)
+def test_a_message_names_the_first_three_problems_and_says_when_there_are_more(count: int, said: str) -> None:
+    assert first_problems([f"p{i}" for i in range(1, count + 1)]) == said

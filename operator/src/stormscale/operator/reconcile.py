@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -84,6 +84,8 @@ OPTIMAL_TIME_LIMIT_S = 10.0
 #: Seconds after a rebalance that carried a placement during which a layout Nimbus does not report
 #: yet is waited for (Progressing); after it, Degraded/PlacementNotApplied.
 PLACEMENT_GRACE_S = 120.0
+#: A condition's message names at most this many of the problems it lists (then "…").
+SHOWN_PROBLEMS = 3
 LOG = logging.getLogger("stormscale.operator")
 
 
@@ -523,9 +525,8 @@ def placement_drift(
     if not problems:
         return None
     said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
-    shown = "; ".join([*said, *problems][:3]) + ("; …" if len(said) + len(problems) > 3 else "")
     return (
-        f"Nimbus no longer runs status.placement: {shown} "
+        f"Nimbus no longer runs status.placement: {first_problems([*said, *problems])} "
         "(its scheduler assigns it again once a Supervisor is free)"
     )
 
@@ -981,7 +982,7 @@ def _placement_pending(st: _Book, requested: str | None, missing: list[str]) -> 
     ``Degraded/PlacementNotApplied`` with the plan kept pending (still checked every pass, never
     rebalanced again, and not counted towards :data:`MAX_REBALANCES`: that bound is for rebalances
     Storm did not run; this one it ran)."""
-    shown = "; ".join(missing[:3]) + ("; …" if len(missing) > 3 else "")
+    shown = first_problems(missing)
     waited = seconds_since(requested, st.now)
     if waited < PLACEMENT_GRACE_S:
         return _progressing(
@@ -1124,6 +1125,12 @@ def _verified(st: _Book, budget: int, target: dict[str, int], placement: Placeme
     st.set(PROGRESSING, False, Reason.APPLIED, message)
     st.set(READY, True, Reason.APPLIED, message)
     return Outcome(st.status)
+
+
+def first_problems(problems: Sequence[str]) -> str:
+    """The first :data:`SHOWN_PROBLEMS` problems joined by "; ", and "; …" when there are more."""
+    more = "; …" if len(problems) > SHOWN_PROBLEMS else ""
+    return "; ".join(problems[:SHOWN_PROBLEMS]) + more
 
 
 def _units_text(units: Mapping[str, int]) -> str:
