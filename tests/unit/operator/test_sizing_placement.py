@@ -4,6 +4,7 @@ same on the real API server and a Thrift Nimbus)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import PodLoad, StormTopologyState
 from stormscale.operator.reconcile import placement_drift, slots_problem
+from stormscale.planner import Topology
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import place_units
 from stormscale.planner.sizing.exact import scaled_to
@@ -201,6 +203,35 @@ def test_a_sizing_that_moves_units_lists_those_taken_away_as_negative() -> None:
     plan = run(w, auto).status["lastPlan"]
     assert (plan["chosen"], plan["allocation"]) == ("exact", {"1": 1, "2": -1})
     assert rebalances(w) == [({"1": 2, "2": 2, "3": 3, "4": 1}, 8)]
+
+
+#: The linear topology with bolt 2's unit holding 1.5 slots' memory: no sizing can place it.
+TOO_HEAVY = Topology(
+    LINEAR.name,
+    tuple(dataclasses.replace(c, memory_per_unit=1.5) if c.id == "2" else c for c in LINEAR.components),
+)
+
+
+@pytest.mark.parametrize("mode", ["Manual", "Recommend"])
+def test_a_sizing_that_fails_beside_a_budget_plan_is_dropped_and_takes_nothing_from_it(mode: str) -> None:
+    """Manual and Recommend show a sizing beside the budget plan: when it fails, ``status.sizing`` is
+    dropped and the budget plan stands, neither Degraded nor PlanningFailed."""
+    w = world()
+    w.profiler.topology = TOO_HEAVY
+    outcome = run(w, spec(mode=mode, sizing="Exact", **({"targetRate": 1000} if mode == "Recommend" else {})))
+    assert "sizing" not in outcome.status
+    assert outcome.status["lastPlan"]["allocation"] == {"2": 1, "3": 1}
+    assert conditions(outcome)["Degraded"] == ("False", "Healthy")
+
+
+def test_auto_mode_with_a_sizing_that_fails_is_degraded_and_does_nothing() -> None:
+    w = world()
+    w.profiler.topology = TOO_HEAVY
+    outcome = run(w, spec(mode="Auto", budget=0, maxUnits=8, targetRate=750, sizing="Exact"))
+    assert conditions(outcome)["Degraded"] == ("True", "PlanningFailed")
+    said = next(c["message"] for c in outcome.status["conditions"] if c["type"] == "Degraded")
+    assert said.startswith("sizing exact: '2': memoryPerUnit 1.5 is above one slot's memory")
+    assert w.journal == []
 
 
 def test_a_target_beyond_the_task_counts_is_sized_at_the_most_they_sustain() -> None:
