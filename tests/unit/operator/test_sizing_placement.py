@@ -212,13 +212,17 @@ TOO_HEAVY = Topology(
 )
 
 
-@pytest.mark.parametrize("mode", ["Manual", "Recommend"])
-def test_a_sizing_that_fails_beside_a_budget_plan_is_dropped_and_takes_nothing_from_it(mode: str) -> None:
+@pytest.mark.parametrize(
+    "scaling", [{"mode": "Manual"}, {"mode": "Recommend", "targetRate": 1000}], ids=["manual", "recommend"]
+)
+def test_a_sizing_that_fails_beside_a_budget_plan_is_dropped_and_takes_nothing_from_it(
+    scaling: dict[str, Any],
+) -> None:
     """Manual and Recommend show a sizing beside the budget plan: when it fails, ``status.sizing`` is
     dropped and the budget plan stands, neither Degraded nor PlanningFailed."""
     w = world()
     w.profiler.topology = TOO_HEAVY
-    outcome = run(w, spec(mode=mode, sizing="Exact", **({"targetRate": 1000} if mode == "Recommend" else {})))
+    outcome = run(w, spec(sizing="Exact", **scaling))
     assert "sizing" not in outcome.status
     assert outcome.status["lastPlan"]["allocation"] == {"2": 1, "3": 1}
     assert conditions(outcome)["Degraded"] == ("False", "Healthy")
@@ -231,6 +235,17 @@ def test_auto_mode_with_a_sizing_that_fails_is_degraded_and_does_nothing() -> No
     assert conditions(outcome)["Degraded"] == ("True", "PlanningFailed")
     said = next(c["message"] for c in outcome.status["conditions"] if c["type"] == "Degraded")
     assert said.startswith("sizing exact: '2': memoryPerUnit 1.5 is above one slot's memory")
+    assert w.journal == []
+
+
+@pytest.mark.parametrize(("placement", "slots"), [("SAM", 2), ("PDeployer", 1), ("MultiLevel", 2)])
+def test_a_placement_that_fails_is_degraded_and_does_nothing(placement: str, slots: int) -> None:
+    w = world(system={"__acker": 1})
+    w.profiler.topology = TOO_HEAVY
+    outcome = run(w, spec({"placement": placement, "slotsPerPod": slots}))
+    assert conditions(outcome)["Degraded"] == ("True", "PlanningFailed")
+    said = next(c["message"] for c in outcome.status["conditions"] if c["type"] == "Degraded")
+    assert said.startswith(f"workers.placement {placement}: '2': memoryPerUnit 1.5 is above one slot's")
     assert w.journal == []
 
 

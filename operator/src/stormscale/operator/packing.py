@@ -37,6 +37,7 @@ from stormscale.planner.elasticity.units import Choice, Provisioned, SlotPod, ch
 from stormscale.planner.placement.model import Placement as PlannedPods
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import executor_loads, place_units
+from stormscale.planner.sizing.strategies import check_units_fit_a_slot
 from stormscale.storm.model import TopologyInfo, is_system
 from stormscale.storm.placement import Placement, expected_workers, layout_problems
 
@@ -141,8 +142,10 @@ def grow(
 
     Each pod's CPU is the measured one of the pod whose IP or name its Supervisor announces; the
     Deployment's measured pods that run none of the topology's executors come last, as pods without a
-    worker (a unit there is a new worker). A pod never measured has no known headroom.
+    worker (a unit there is a new worker). A pod never measured has no known headroom. A unit holding
+    more memory than a slot is refused, as the other placements refuse it.
     """
+    check_units_fit_a_slot(model)
     by_host = {h: load for load in loads for h in load.hosts}
     pods = [SlotPod(workers, _cpu(by_host, host)) for workers, host in zip(now.pods, now.hosts, strict=True)]
     known = {h for h in now.hosts if h is not None}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -100,3 +101,25 @@ def test_pdeployer_refuses_pods_of_several_slots_and_bad_units_are_named() -> No
         place_units(thesis("linear"), {"1": 1, "2": 1, "3": 1}, PlacementStrategy.SAM, 2)
     with pytest.raises(SizingError, match="at least one executor"):
         place_units(thesis("linear"), {**LINEAR_UNITS, "4": 0}, PlacementStrategy.SAM, 2)
+
+
+@pytest.mark.parametrize("strategy", list(PlacementStrategy))
+def test_a_unit_holding_more_memory_than_a_slot_is_refused_by_every_placement(
+    strategy: PlacementStrategy,
+) -> None:
+    """As the sizing refuses it: a whole slot given to a saturated unit of 1.5 slots' memory is still
+    short of memory (SAM had placed it)."""
+    heavy = Topology(
+        "heavy",
+        tuple(
+            dataclasses.replace(c, memory_per_unit=1.5) if c.id == "2" else c
+            for c in thesis("linear").components
+        ),
+    )
+    with pytest.raises(SizingError, match=r"'2': memoryPerUnit 1.5 is above one slot's memory \(1\)"):
+        place_units(heavy, LINEAR_UNITS, strategy, 1)
+    at_most_a_slot = Topology(
+        "full",
+        tuple(dataclasses.replace(c, memory_per_unit=1.0) for c in thesis("linear").components),
+    )
+    assert place_units(at_most_a_slot, LINEAR_UNITS, strategy, 1).placement.pods

@@ -43,6 +43,7 @@ from stormscale.planner.sizing.strategies import (
     ONE_SLOT_PER_POD,
     SizingError,
     check_slots_per_pod,
+    check_units_fit_a_slot,
     pdeployer_capacity,
 )
 
@@ -94,6 +95,7 @@ def place_units(
         raise SizingError(f"units: components {', '.join(missing)} do not match the topology")
     if any(n < 1 for n in units.values()):
         raise SizingError("units: every component runs at least one executor")
+    check_units_fit_a_slot(topology)
     if strategy is PlacementStrategy.PDEPLOYER:
         if slots_per_pod != 1:
             raise SizingError(ONE_SLOT_PER_POD)

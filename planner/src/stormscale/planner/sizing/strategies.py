@@ -81,17 +81,23 @@ def check_slots_per_pod(slots_per_pod: int) -> None:
         raise SizingError(f"--slots-per-pod: must be at least 1, got {slots_per_pod}")
 
 
-def feasible_rates(topology: Topology, target_rate: float) -> TargetRates:
-    """The target's rates, or :class:`SizingError` when Ω ≤ 0, some component hits its ``maxUnits``, or
-    one unit holds more memory than a slot."""
-    if not (math.isfinite(target_rate) and target_rate > 0):
-        raise SizingError(f"--target-rate: must be a finite rate > 0 tuples/s, got {target_rate!r}")
+def check_units_fit_a_slot(topology: Topology) -> None:
+    """:class:`SizingError` when one unit of a component holds more memory than a slot
+    (``memoryPerUnit > 1``): no sizing and no placement can put it anywhere."""
     heavy = next((c for c in topology.components if c.memory_per_unit > SLOT_MEMORY), None)
     if heavy is not None:
         raise SizingError(
             f"{heavy.id!r}: memoryPerUnit {heavy.memory_per_unit:g} is above one slot's memory "
             f"({SLOT_MEMORY:g}): no slot can hold one unit"
         )
+
+
+def feasible_rates(topology: Topology, target_rate: float) -> TargetRates:
+    """The target's rates, or :class:`SizingError` when Ω ≤ 0, some component hits its ``maxUnits``, or
+    one unit holds more memory than a slot."""
+    if not (math.isfinite(target_rate) and target_rate > 0):
+        raise SizingError(f"--target-rate: must be a finite rate > 0 tuples/s, got {target_rate!r}")
+    check_units_fit_a_slot(topology)
     rates = target_rates(topology, target_rate)
     if not rates.exact.feasible:
         cid = rates.exact.limited[0]
