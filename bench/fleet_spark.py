@@ -245,13 +245,17 @@ def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argpar
     m = json.loads(out.strip().splitlines()[-1])
     if m["failed"]:
         print(f"  {engine}: topologies without a profile, e.g. {m['failed']}", flush=True)
+    peak = max(m["peak_mb"], peak)
+    if engine == "local" and peak > args.memory_cap * 1024:  # it ended between two of the polls above
+        stopped = f"RSS passed {args.memory_cap:g} GB (it ended in {m['seconds']:.1f} s, between two polls)"
+        return Result(hours, rows, engine, None, float("nan"), peak, 0, None, stopped)
     return Result(
         hours,
         rows,
         engine,
         m["seconds"],
         m["cpu"],
-        max(m["peak_mb"], peak),
+        peak,
         m["profiles"],
         partitions if engine == "spark" else None,
     )
