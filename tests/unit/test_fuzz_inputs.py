@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
@@ -64,6 +64,7 @@ PROFILE = st.one_of(
 
 @FUZZ
 @given(PROFILE)
+@example({"components": [{"id": "1", "kind": "spout", "units": 0, "outputPerUnit": 10**400}]})  # make fuzz's
 def test_the_profile_loader_gives_a_topology_or_a_profile_error(document: Any) -> None:
     topology = outcome(parse_profile, document, ProfileError)
     if isinstance(topology, Topology):

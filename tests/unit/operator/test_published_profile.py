@@ -158,6 +158,8 @@ def test_throughput_is_the_sinks_executed_rate_and_ignores_junk() -> None:
     assert document_throughput(doc) == 0.0
     doc["components"][3]["confidence"] = {"executedRate": float("nan")}
     assert document_throughput(doc) == 0.0
+    doc["components"][3]["confidence"] = {"executedRate": 10**400}  # JSON's integers have no bound
+    assert document_throughput(doc) == 0.0
 
 
 # --- the spec --------------------------------------------------------------------------------------

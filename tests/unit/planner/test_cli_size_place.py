@@ -152,6 +152,7 @@ def test_a_plan_with_a_bad_field_is_named(tmp_path: Path, capsys: pytest.Capture
     code, out, _ = run(["size", T17, "--target-rate", "6000", "--output", "json"], capsys)
     for field, value, message in (
         ("targetRate", -1, "targetRate: must be a finite rate"),
+        ("targetRate", 10**400, "targetRate: must be a finite rate > 0 tuples/s, got an integer of 401"),
         ("formatVersion", 3, "formatVersion:"),
         ("sizing", "magic", "sizing: must be one of"),
         ("units", {"1": 99}, "units: differ"),

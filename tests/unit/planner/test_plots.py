@@ -242,6 +242,7 @@ def test_measured_points_are_a_list_or_a_reports_steps() -> None:
         ([{"budget": True, "throughput": 3}], "m.json: [0].budget: must be an integer"),
         ([{"budget": 1, "throughput": -1}], "m.json: [0].throughput: must be a finite number ≥ 0"),
         ([{"budget": 1, "throughput": "3"}], "m.json: [0].throughput: must be a finite number ≥ 0"),
+        ([{"budget": 1, "throughput": 10**400}], "m.json: [0].throughput: must be a finite number ≥ 0"),
         ({"steps": [{"budget": 1}]}, "m.json: steps[0].measured: must be a finite number ≥ 0"),
     ],
 )

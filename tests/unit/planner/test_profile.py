@@ -151,6 +151,22 @@ REJECTIONS = [
         mutated(["components", 1, "children"], {"s": 1.0}),
         "components[1].children.s: a spout cannot receive tuples",
     ),
+    # Integers beyond a float (make fuzz found the first: math.isfinite raised OverflowError).
+    (
+        "integer rate beyond a float",
+        mutated(["components", 0, "outputPerUnit"], 10**400),
+        "components[0].outputPerUnit: must be a finite number, got an integer of 401 digits",
+    ),
+    (
+        "integer rate within a float, above the bound",
+        mutated(["components", 1, "capacityPerUnit"], 10**300),
+        "components[1].capacityPerUnit: must be at most 1e+12, got an integer of 301 digits",
+    ),
+    (
+        "integer fraction beyond a float",
+        mutated(["components", 1, "children"], {"3": 10**400}),
+        "components[1].children.3: fraction must be a number in [0, 1], got an integer of 401 digits",
+    ),
 ]
 
 

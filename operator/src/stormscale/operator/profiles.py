@@ -10,7 +10,6 @@ the pass falls back to the in-process profile, and the ``PublishedProfile`` cond
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +20,7 @@ from stormscale.operator.policy import ProfileSource
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError, UnavailableError, UnknownDemandError
 from stormscale.operator.status import Reason
 from stormscale.planner import FlowModel, Topology, evaluate, throughput
+from stormscale.planner.numbers import is_finite_number
 
 #: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
 #: back: their emitted rate is its pace, not their demand.
@@ -86,8 +86,7 @@ def document_throughput(document: Mapping[str, Any]) -> float:
         for e in document["components"]
         if not e.get("children")
     )
-    numbers = (float(r) for r in rates if isinstance(r, int | float) and not isinstance(r, bool))
-    return sum(r for r in numbers if math.isfinite(r) and r >= 0)
+    return sum(float(r) for r in rates if is_finite_number(r) and r >= 0)
 
 
 def component_confidence(document: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,12 +7,12 @@ component``. Fields the format does not know are ignored, as the format asks of 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from stormscale.planner.model import Component, Kind, Topology
+from stormscale.planner.numbers import is_finite_number, short
 
 FRACTION_SUM_TOLERANCE = 1e-6
 #: Size limits (docs/planner.md, "Limits"): far beyond any real topology, low enough that every strategy
@@ -120,10 +120,6 @@ def _parse_component(path: str, item: Any) -> Component:
     )
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _rate(
     item: Mapping[str, Any], key: str, path: str, *, required: bool = False, default: float = 0.0
 ) -> float:
@@ -133,12 +129,13 @@ def _rate(
             raise ProfileError(f"{path}.{key}: missing (required for a {item.get('kind')})")
         return default
     value = item[key]
-    if not _is_number(value) or not math.isfinite(value):
-        raise ProfileError(f"{path}.{key}: must be a finite number, got {_short(value)}")
+    if not is_finite_number(value):
+        raise ProfileError(f"{path}.{key}: must be a finite number, got {short(value)}")
     if value < 0:
         raise ProfileError(f"{path}.{key}: must be ≥ 0, got {value:g}")
     if value > MAX_RATE:
-        raise ProfileError(f"{path}.{key}: must be at most {MAX_RATE:g}, got {value:g}")
+        shown = f"{value:g}" if isinstance(value, float) else short(value)
+        raise ProfileError(f"{path}.{key}: must be at most {MAX_RATE:g}, got {shown}")
     return float(value)
 
 
@@ -152,18 +149,10 @@ def _count(item: Mapping[str, Any], key: str, path: str, *, required: bool) -> i
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ProfileError(f"{path}.{key}: must be an integer ≥ 0, got {_short(value)}")
+        raise ProfileError(f"{path}.{key}: must be an integer ≥ 0, got {short(value)}")
     if value > MAX_UNITS:
-        raise ProfileError(f"{path}.{key}: must be at most {MAX_UNITS:,}, got {_short(value)}")
+        raise ProfileError(f"{path}.{key}: must be at most {MAX_UNITS:,}, got {short(value)}")
     return value
-
-
-def _short(value: Any) -> str:
-    """``repr`` cut to 40 characters: an error names a value, it does not echo a megabyte of it."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _max_units(item: Mapping[str, Any], path: str, kind: Kind, units: int) -> int | None:
@@ -199,9 +188,9 @@ def _children(item: Mapping[str, Any], path: str) -> tuple[tuple[str, float], ..
         raise ProfileError(f"{path}.children: must be an object mapping child id to fraction")
     out: list[tuple[str, float]] = []
     for child, fraction in raw.items():
-        if not _is_number(fraction) or not math.isfinite(fraction) or not 0 <= fraction <= 1:
+        if not is_finite_number(fraction) or not 0 <= fraction <= 1:
             raise ProfileError(
-                f"{path}.children.{child}: fraction must be a number in [0, 1], got {_short(fraction)}"
+                f"{path}.children.{child}: fraction must be a number in [0, 1], got {short(fraction)}"
             )
         out.append((str(child), float(fraction)))
     total = sum(f for _, f in out)

@@ -154,6 +154,10 @@ def test_placement_json_round_trips(t17: Topology) -> None:
             {"strategy": "sam", "pods": [{"slots": [{"executors": {}, "memory": math.inf}]}]},
             "pods[0].slots[0].memory",
         ),
+        (
+            {"strategy": "sam", "pods": [{"slots": [{"executors": {}, "cpu": 10**400}]}]},
+            "pods[0].slots[0].cpu",
+        ),
     ],
 )
 def test_a_bad_placement_names_its_field(document: object, field: str) -> None:

@@ -11,10 +11,11 @@ Its JSON form (``docs/formats/profile.md``, "Placement", a Stormscale extension)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from stormscale.planner.numbers import is_finite_number, short
 
 
 class PlacementError(ValueError):
@@ -135,6 +136,6 @@ def _parse_slot(path: str, item: Any) -> Slot:
 
 def _share(item: Mapping[str, Any], key: str, path: str) -> float:
     value = item.get(key, 0.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PlacementError(f"{path}.{key}: must be a finite number ≥ 0, got {value!r}")
+    if not is_finite_number(value) or value < 0:
+        raise PlacementError(f"{path}.{key}: must be a finite number ≥ 0, got {short(value)}")
     return float(value)

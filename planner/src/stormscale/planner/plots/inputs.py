@@ -4,7 +4,6 @@ the file to write. Every rejection is one :class:`PlotInputError` line naming th
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, TypeGuard
 
 from stormscale.planner.flow import FlowModel
 from stormscale.planner.model import Topology
+from stormscale.planner.numbers import is_finite_number
 from stormscale.planner.profile import MAX_RATE, MAX_UNITS
 
 #: The most budget steps one plot plans (every strategy plans every step: 4 × 101 plans).
@@ -80,7 +80,7 @@ def _point(path: str, item: Any, rate_key: str) -> MeasuredPoint:
     if not _is_int(budget) or abs(budget) > MAX_PLOT_BUDGET:
         raise PlotInputError(f"{path}.budget: must be an integer within ±{MAX_PLOT_BUDGET}")
     rate = item.get(rate_key)
-    if not _is_number(rate) or not 0 <= rate <= MAX_RATE:
+    if not is_finite_number(rate) or not 0 <= rate <= MAX_RATE:
         raise PlotInputError(f"{path}.{rate_key}: must be a finite number ≥ 0 (tuples/s)")
     return MeasuredPoint(budget, float(rate))
 
@@ -122,7 +122,3 @@ def parse_plan(document: Any, topology: Topology, source: str = "plan") -> PlanO
 
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

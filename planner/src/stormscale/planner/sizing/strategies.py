@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from stormscale.planner.model import Topology
+from stormscale.planner.numbers import is_finite_number, short
 from stormscale.planner.placement.pdeployer import MachineCapacity, plan_deployment
 from stormscale.planner.placement.shukla import acquire_pods
 from stormscale.planner.profile import ProfileError, parse_profile
@@ -208,8 +209,8 @@ def parse_sizing_plan(document: Mapping[str, Any]) -> SizingPlan:
         choices = ", ".join(s.value for s in SizingStrategy)
         raise SizingError(f"sizing: must be one of {choices}, got {strategy!r}")
     rate = document.get("targetRate")
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not (math.isfinite(rate) and rate > 0):
-        raise SizingError(f"targetRate: must be a finite rate > 0 tuples/s, got {rate!r}")
+    if not is_finite_number(rate) or rate <= 0:
+        raise SizingError(f"targetRate: must be a finite rate > 0 tuples/s, got {short(rate)}")
     if "profile" not in document:
         raise SizingError("profile: missing (write the plan with `stormscale size … --output json`)")
     try:
