@@ -11,8 +11,8 @@ import pytest
 
 from stormscale.planner import Topology
 
-from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
-from .test_reconcile import LINEAR, run
+from .fakes import World
+from .test_reconcile import LINEAR, run, world
 from .test_sizing_placement import spec
 
 #: The thesis's linear topology with every rate divided by 7: no throughput it yields is a round
@@ -29,9 +29,9 @@ SEVENTHS = Topology(
 
 
 def sevenths_world() -> World:
-    executors = {"1": 1, "2": 1, "3": 1, "4": 1}
-    nimbus = FakeNimbus(executors, dict.fromkeys(executors, 8))
-    return World(FakeCluster(replicas=4), nimbus, FakeProfiler(SEVENTHS))
+    w = world()
+    w.profiler.topology = SEVENTHS
+    return w
 
 
 def rates(status: dict[str, Any]) -> Iterator[tuple[str, float]]:
