@@ -23,7 +23,7 @@ The scenarios give each bolt 12 tasks and turn Storm's load-aware shuffle off, s
 component's executors share its input evenly, as the model assumes (docs/planner.md, Model): with 4
 tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuples/s (predictions +7 %
 to +59 %); with 12 and plain shuffle the linear runs predicted every step within 9.2 % and fitted
-every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/operator.md).
+every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/evaluation.md).
 """
 
 from __future__ import annotations

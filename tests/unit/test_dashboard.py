@@ -88,7 +88,7 @@ def test_storm_and_kafka_names_are_the_ones_served() -> None:
 
 
 def test_operator_names_are_the_documented_ones() -> None:
-    docs = (dash.DASHBOARD.parents[3] / "docs" / "operator.md").read_text()
+    docs = (dash.DASHBOARD.parents[3] / "docs" / "operator" / "reference.md").read_text()
     documented = set(re.findall(r"`(stormscale_[a-z_]+)`", docs))
     for name in metric_names(DASHBOARD):
         if name.startswith("stormscale_"):

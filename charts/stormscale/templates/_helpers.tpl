@@ -34,7 +34,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-The rules of exactly the calls the operator makes (docs/operator.md lists each call):
+The rules of exactly the calls the operator makes (docs/operator/reference.md lists each call):
 - StormTopologies: watched (list, watch), read fresh (get), Kopf's bookkeeping annotations (patch);
 - their status: read and merge-patched;
 - the worker Deployment: read, and replicas set by server-side apply (patch);

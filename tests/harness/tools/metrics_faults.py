@@ -14,7 +14,7 @@ operator's queries are refused; ``metrics-stale``: the exporter, so Prometheus a
 go stale, and the apply waits :data:`STALE_AFTER_S` so that they are older than ``maxAge``), the next
 budget is applied and the operator watched for :data:`OBSERVE_S`: it must take no action (no
 rebalance, no replica change, no pending plan, no ``ScalingApplied``), be Degraded with the reason
-docs/operator.md names (``MetricsUnavailable``, ``StaleMetrics``) and post one Warning for it. Then
+docs/operator/reference.md names (``MetricsUnavailable``, ``StaleMetrics``) and post one Warning for it. Then
 the part starts again and the run ends when the budget is applied and Ready (the common checks of
 :class:`~tests.harness.tools.operator_faults.FaultRun`).
 """

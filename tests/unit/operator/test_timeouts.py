@@ -195,7 +195,7 @@ def test_kopfs_own_calls_get_the_same_bound() -> None:
 
 def test_a_silent_prometheus_ends_the_query_after_one_timeout() -> None:
     """A timed-out query is not asked again within the pass (the next pass asks): three 30 s attempts
-    held the pass's thread of Kopf's pool for 91 s (bench/fleet.py, docs/operator.md "Many resources")."""
+    held the pass's thread of Kopf's pool for 91 s (bench/fleet.py, docs/evaluation.md "Many resources")."""
     with server(silent) as port:
         reader = SampleReader(f"http://127.0.0.1:{port}", timeout_s=0.5)
         err = finishes(lambda: reader.newest("t"), bound_s=1.2)

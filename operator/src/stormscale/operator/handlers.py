@@ -1,7 +1,7 @@
 """Kopf handlers: thin. Parse the spec, run one reconcile pass, write status, map errors.
 
 Run with ``kopf run -m stormscale.operator.handlers --standalone`` (one active writer; see
-docs/operator.md for peering). Every change of ``spec`` (create, update, resume after a restart) runs
+docs/operator/design.md for peering). Every change of ``spec`` (create, update, resume after a restart) runs
 a pass at once; a timer runs one every ``STORMSCALE_INTERVAL_SECONDS`` (default 30) so that
 unfinished applies, Auto mode and recovered dependencies converge without a spec change.
 """
@@ -54,9 +54,9 @@ WORKER_THREADS = int(os.environ.get("STORMSCALE_WORKER_THREADS", "16"))
 """Threads Kopf runs the (synchronous) passes in, and connections the Kubernetes client keeps. A pass
 on a silent Nimbus or Prometheus holds its thread until its timeouts end it (10 s per Nimbus call,
 30 s per query); Kopf's default, min(32, CPUs + 4), is 6 on two cores: 10 silent endpoints among 200
-resources then kept every other timer waiting ~27 s (docs/operator.md, "Many resources")."""
+resources then kept every other timer waiting ~27 s (docs/evaluation.md, "Many resources")."""
 METRICS_LISTEN_ENV = "STORMSCALE_METRICS_LISTEN"
-"""``host:port`` of the operator's own metrics (docs/operator.md); unset: not served."""
+"""``host:port`` of the operator's own metrics (docs/operator/reference.md); unset: not served."""
 METRICS = OperatorMetrics()
 TIMER_STOP_POLL_S = 1.0
 """How often Kopf checks whether a deleted resource's timer pass has ended (then drops the finalizer)."""

@@ -1,4 +1,5 @@
-"""The operator's own metrics, in Prometheus's text format (docs/operator.md, "The operator's metrics").
+"""The operator's own metrics, in Prometheus's text format (docs/operator/reference.md, "The
+operator's metrics").
 
 Two kinds:
 

@@ -36,7 +36,7 @@ class Mode(StrEnum):
 
 class ProfileSource(StrEnum):
     """Where a plan's profile comes from: measured by the operator over ``metrics.window``
-    (``InProcess``), or the fleet job's ConfigMap (``Published``; docs/operator.md)."""
+    (``InProcess``), or the fleet job's ConfigMap (``Published``; docs/operator/design.md)."""
 
     IN_PROCESS = "InProcess"
     PUBLISHED = "Published"
@@ -89,7 +89,7 @@ class WorkersSpec(_Model):
     slots_per_pod: int = Field(default=1, ge=1, le=64)
     placement: PlacementKind | None = None
     #: CPU a worker pod uses whatever its tuples (Supervisor, heartbeats, Storm's idle polling):
-    #: busy = (pod CPU - overhead) / (limit - overhead). See docs/operator.md.
+    #: busy = (pod CPU - overhead) / (limit - overhead). See docs/operator/design.md.
     pod_overhead_cpu: str = Field(default="0", alias="podOverheadCPU", pattern=_CPU_QUANTITY.pattern)
 
     @property

@@ -18,7 +18,7 @@ from stormscale.planner import Topology
 from stormscale.storm.model import Executor, is_system
 
 #: A placement as the rebalance carries it: pods in order, each its workers in order, each component
-#: -> executors (system components included, ``__system`` never): docs/operator.md, "Placement".
+#: -> executors (system components included, ``__system`` never): docs/operator/design.md, "Placement".
 Layout = Sequence[Sequence[Mapping[str, int]]]
 #: Storm adds one of these to every worker itself; a placement never lists it.
 UNPLACED = "__system"

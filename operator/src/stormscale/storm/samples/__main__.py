@@ -1,8 +1,8 @@
 """``python -m stormscale.storm.samples --prometheus URL --topology NAME --window 2m --out F.parquet``.
 
 ``--kafka SPOUT=TOPIC/GROUP`` or ``--demand-query SPOUT=PROMQL`` give a spout's demand from outside
-Storm, as the operator's spec does (docs/operator.md, "Demand"): its ``offered_total`` rows then come
-from that source.
+Storm, as the operator's spec does (docs/operator/reference.md, "Demand"): its ``offered_total`` rows
+then come from that source.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Under backpressure a spout emits what the bottleneck lets through, not what the world offers, so its
 emitted rate says "nothing is congested" by construction. The profile's offered rate for a spout
-therefore comes, in this order, from (docs/operator.md, "Demand"):
+therefore comes, in this order, from (docs/operator/reference.md, "Demand"):
 
 1. ``components[].demandQuery``: any PromQL expression whose value is the tuples/s offered to the
    spout (e.g. ``sum(rate(orders_received_total[1m]))``);
