@@ -59,9 +59,9 @@ from typing import Any
 from kubernetes import client
 
 from bench.accuracy import heavy_lock
+from stormscale.operator.decision.planning import planning_model
 from stormscale.operator.policy import millicores, parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
-from stormscale.operator.reconcile import planning_model
 from stormscale.planner.sizing.exact import minimum_units
 from stormscale.storm.model import TopologyInfo
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
