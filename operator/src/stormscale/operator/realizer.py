@@ -238,7 +238,8 @@ class StormRealizer:
         try:
             self.deployments.scale(site.namespace, site.deployment, running)
         except (RefusedError, UnavailableError) as err:
-            LOG.warning("[%s] scaling back to %d replicas failed: %s", site.deployment, running, err)
+            where = f"{site.namespace}/{site.deployment}"
+            LOG.warning("[%s] scaling back to %d replicas failed: %s", where, running, err)
             retry = RETRY_AFTER[Reason.APPLY_UNAVAILABLE]
             return Realized(Progress.DEGRADED, reason, message, None, retry_after=retry)
         return _degraded(reason, message, None)
