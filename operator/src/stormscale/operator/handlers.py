@@ -185,7 +185,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         set_peering(settings, os.environ.get(PEERING_IDENTITY_ENV), os.environ.get(PEERING_LIFETIME_ENV))
     except ValueError as err:
         raise kopf.PermanentError(str(err)) from None
-    # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
+    # Keep Kopf's bookkeeping in annotations: our status schema is strict and would refuse Kopf's fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="stormscale.io", key="last-handled-configuration"
