@@ -83,7 +83,7 @@ bench-target: venv prometheus
 accuracy: venv prometheus
 	$(BIN)/python -m bench.accuracy
 
-## mutation: mutation testing (cosmic-ray, pinned in requirements-mutation.txt) of the planner's core and the operator's reconcile, autoscale and policy, in a copy of the tree under .run/mutation; prints the score per module (tests/mutation/score.py; hours; not part of make test; MUTATE=tests/mutation/{planner,reconcile,autoscale,policy}.toml for one part)
+## mutation: mutation testing (cosmic-ray, pinned in requirements-mutation.txt) of the planner's core and the operator's pass (reconcile, decision, realizer), autoscale and policy, in a copy of the tree under .run/mutation; prints the score per module (tests/mutation/score.py; hours; not part of make test; MUTATE=tests/mutation/{planner,reconcile,autoscale,policy}.toml for one part)
 mutation: venv
 	$(BIN)/python -m pip install --quiet -r requirements-mutation.txt
 	bash tests/mutation/run.sh

@@ -31,9 +31,9 @@ capacity and the sinks' rate is what the units can do. Then:
    without a placement one pod per ``K`` units), the Deployment's replicas, and the Supervisors that
    host the topology's workers (the executors' hosts from Nimbus).
 
-The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, seed 001's heuristic)
-on SAM with pods of 2 slots and, as the alternative in the same run, Storm's own one-slot placement
-(no ``workers.placement``, pods of one slot). A unit is 200m either way, so a 2-slot pod is 400m.
+The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, Shukla & Simmhan's
+heuristic) on SAM with pods of 2 slots and, as the alternative in the same run, Storm's own one-slot
+placement (no ``workers.placement``, pods of one slot). A unit is 200m either way, so a 2-slot pod is 400m.
 
 Where the CPU goes: a lone executor in a pod of 2 slots may use the pod's 400m, so the 2-slot
 baseline (one worker per pod, as Storm's default spreads 4 workers over 4 Supervisors) runs bolt 3
@@ -59,9 +59,9 @@ from typing import Any
 from kubernetes import client
 
 from bench.accuracy import heavy_lock
+from stormscale.operator.decision.planning import planning_model
 from stormscale.operator.policy import millicores, parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
-from stormscale.operator.reconcile import planning_model
 from stormscale.planner.sizing.exact import minimum_units
 from stormscale.storm.model import TopologyInfo
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO

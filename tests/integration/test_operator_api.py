@@ -24,9 +24,9 @@ from stormscale.operator import handlers
 from stormscale.operator.policy import Policy
 from stormscale.operator.ports import Ports, UnavailableError
 from stormscale.planner import load_profile
+from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
-from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +71,7 @@ def operator_env(
 
     def ports(policy: Policy, namespace: str, body: Any) -> Ports:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, storm, profiler, real.status, real.events, real.published)
+        return with_fakes(real, storm, profiler)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return profiler

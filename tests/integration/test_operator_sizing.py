@@ -23,6 +23,7 @@ from stormscale.operator.ports import PodLoad, Ports
 from stormscale.storm import Endpoint, NimbusClient
 from stormscale.storm.placement import PLACEMENT_KEY, parse
 from tests.harness.fakes import nimbus as fake_nimbus
+from tests.harness.fakes.ports import FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.integration.test_operator_api import (
@@ -36,7 +37,6 @@ from tests.integration.test_operator_api import (
     printed,
     replicas,
 )
-from tests.unit.operator.fakes import FakeProfiler
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,7 @@ def profiler(
     def ports(policy: Policy, namespace: str, body: Any) -> Ports:
         real = handlers.default_ports(policy, namespace, body)
         nimbus = NimbusPort(NimbusClient(Endpoint("127.0.0.1", fleet.port)))
-        return Ports(real.deployments, nimbus, measured, real.status, real.events, real.published)
+        return with_fakes(real, nimbus, measured)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return measured

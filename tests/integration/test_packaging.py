@@ -23,10 +23,10 @@ import yaml
 from kubernetes import config
 
 from stormscale.operator import handlers
-from stormscale.operator.ports import Ports
 from stormscale.planner import Topology, load_profile
 from stormscale.publish import cli as publish_cli
 from stormscale.publish.kube import FleetApi
+from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
@@ -41,7 +41,6 @@ from tests.integration.test_operator_api import (
     replicas,
 )
 from tests.synthetic import samples as synthetic
-from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = pytest.mark.integration
 
@@ -266,7 +265,7 @@ def as_service_account(installed: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
 
     def ports(policy: Any, namespace: str, body: Any) -> Any:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, storm, profiler, real.status, real.events, real.published)
+        return with_fakes(real, storm, profiler)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return storm, profiler

@@ -24,12 +24,13 @@ from pyspark.sql import SparkSession
 from stormscale.aggregation.published import configmap, parse_published
 from stormscale.aggregation.spark import job
 from stormscale.operator import handlers
+from stormscale.operator.decision.planning import planning_model, strategy_plans
 from stormscale.operator.policy import Policy, parse_spec
 from stormscale.operator.ports import Ports, StaleMetricsError
-from stormscale.operator.reconcile import planning_model, strategy_plans
 from stormscale.planner import load_profile
 from stormscale.publish import cli
 from stormscale.publish.kube import FleetApi
+from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.integration.test_operator_api import (
@@ -43,7 +44,6 @@ from tests.integration.test_operator_api import (
     resource,
 )
 from tests.synthetic import samples as synthetic
-from tests.unit.operator.fakes import FakeNimbus, FakeProfiler
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -104,7 +104,7 @@ def storm(
 
     def ports(policy: Policy, namespace: str, body: Any) -> Ports:
         real = handlers.default_ports(policy, namespace, body)
-        return Ports(real.deployments, nimbus, blind, real.status, real.events, real.published)
+        return with_fakes(real, nimbus, blind)
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return nimbus

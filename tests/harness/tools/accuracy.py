@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from stormscale.operator.decision.planning import planning_model
 from stormscale.operator.policy import parse_spec
 from stormscale.operator.ports import MeasuredProfile
-from stormscale.operator.reconcile import planning_model
 from stormscale.planner import (
     FlowModel,
     Strategy,

@@ -24,8 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from stormscale.operator.decision.planning import planning_model
 from stormscale.operator.policy import parse_spec
-from stormscale.operator.reconcile import planning_model
 from stormscale.planner import FlowModel, Strategy, Topology, compare_strategies
 from stormscale.planner.plots.curves import throughput_curves
 from stormscale.planner.plots.draw import draw_graph, draw_throughput

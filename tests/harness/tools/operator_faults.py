@@ -54,7 +54,7 @@ from kubernetes import client, watch
 
 from bench import fleet
 from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
-from stormscale.operator.reconcile import MAX_REBALANCES
+from stormscale.operator.realizer import MAX_REBALANCES
 from stormscale.planner import load_profile
 from tests.harness.fakes import nimbus as fake_nimbus
 from tests.harness.kubernetes.control_plane import ControlPlane

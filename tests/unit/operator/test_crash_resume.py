@@ -17,8 +17,8 @@ from stormscale.operator.policy import Policy
 from stormscale.operator.reconcile import reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
+from tests.harness.fakes.ports import FakeStatus, UnavailableError, World
 
-from .fakes import FakeStatus, UnavailableError, World
 from .test_reconcile import LINEAR, RESOURCE, T0, policy, world
 
 

@@ -26,8 +26,8 @@ from stormscale.operator.status import RETRY_AFTER, Reason, StormTopologyStatus
 from stormscale.planner import parse_profile
 from stormscale.storm import Endpoint, NimbusClient, NimbusUnavailableError
 from stormscale.storm.samples import PrometheusError, PrometheusUnavailableError, SampleReader, Window
+from tests.harness.fakes.ports import FakeEvents, FakeNimbus, FakeProfiler, FakeStatus
 
-from .fakes import FakeEvents, FakeNimbus, FakeProfiler, FakeStatus
 from .test_reconcile import conditions, policy, run, world
 
 # --- Prometheus: every answer that is not a good one is one of the reader's two errors -------------

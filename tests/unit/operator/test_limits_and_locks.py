@@ -17,8 +17,8 @@ import pytest
 from stormscale.operator import handlers
 from stormscale.operator.policy import Policy, parse_spec
 from stormscale.operator.ports import Workers
+from tests.harness.fakes.ports import FakeCluster, FakeEvents, FakeStatus
 
-from .fakes import FakeCluster, FakeEvents, FakeStatus
 from .test_crash_resume import quiet
 from .test_reconcile import policy, run, world
 

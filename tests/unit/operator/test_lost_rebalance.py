@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from stormscale.operator.reconcile import MAX_REBALANCES
+from stormscale.operator.realizer import MAX_REBALANCES
 from stormscale.operator.status import StormTopologyStatus
+from tests.harness.fakes.ports import UnavailableError, World
 
-from .fakes import UnavailableError, World
 from .test_reconcile import RESOURCE, Pass, conditions, policy, run, world
 from .test_sizing_placement import LINEAR_UNITS, multilevel_world, placements
 from .test_sizing_placement import spec as placement_spec

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from stormscale.aggregation.published import configmap
+from stormscale.operator.decision.planning import planning_model, strategy_plans
 from stormscale.operator.policy import InvalidSpecError, Policy, ProfileSource, parse_spec
 from stormscale.operator.ports import StaleMetricsError, UnavailableError
 from stormscale.operator.profiles import document_throughput, judge_published
-from stormscale.operator.reconcile import Resource, planning_model, reconcile, strategy_plans
+from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Plan, Topology, load_profile, parse_profile
-
-from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
+from tests.harness.fakes.ports import FakeCluster, FakeNimbus, FakeProfiler, World
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 LINEAR = load_profile(PROFILES / "thesis-linear.json")  # the in-process profiler's: 3 is the bottleneck

@@ -10,20 +10,14 @@ from typing import Any
 
 import pytest
 
+from stormscale.operator.decision.planning import InvalidProfileError, planning_model, planning_start
+from stormscale.operator.packing import first_problems
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import RefusedError, SettlingError, StaleMetricsError, UnavailableError
-from stormscale.operator.reconcile import (
-    InvalidProfileError,
-    Resource,
-    first_problems,
-    planning_model,
-    planning_start,
-    reconcile,
-)
+from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile, parse_profile
-
-from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
+from tests.harness.fakes.ports import FakeCluster, FakeNimbus, FakeProfiler, World
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 LINEAR = load_profile(PROFILES / "thesis-linear.json")  # 1 → 2 → 3 → 4, one unit each

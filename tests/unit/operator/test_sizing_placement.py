@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
+from stormscale.operator.observe import placement_drift, slots_problem
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import PodLoad, StormTopologyState
-from stormscale.operator.reconcile import placement_drift, slots_problem
 from stormscale.planner import Topology
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import place_units
 from stormscale.planner.sizing.exact import scaled_to
 from stormscale.storm.model import Executor
+from tests.harness.fakes.ports import World
 
-from .fakes import World
 from .test_reconcile import LINEAR, Pass, conditions, run, world
 
 LINEAR_UNITS = {"1": 1, "2": 2, "3": 2, "4": 1}  # demand 500/s: ⌈500/400⌉, ⌈500/250⌉ (the exact minimum)

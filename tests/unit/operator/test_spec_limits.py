@@ -14,8 +14,7 @@ from stormscale.operator.policy import InvalidSpecError, parse_spec
 from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile
-
-from .fakes import FakeCluster, FakeNimbus, FakeProfiler, World
+from tests.harness.fakes.ports import FakeCluster, FakeNimbus, FakeProfiler, World
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from stormscale.planner import Topology
+from tests.harness.fakes.ports import World
 
-from .fakes import World
 from .test_reconcile import LINEAR, run, world
 from .test_sizing_placement import spec
 

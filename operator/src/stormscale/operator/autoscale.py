@@ -1,15 +1,15 @@
 """Auto mode: the budget the topology needs, and when the operator may move to it.
 
-Sizing by budget plans (our rule, not a seed's algorithm: seed 001's LSA/MBA and our exact minimum for
-a target rate live in :mod:`stormscale.planner.sizing`): the *needed* budget is the smallest ``b`` in
-``[minUnits, maxUnits]`` whose plan leaves no component congested beyond the threshold θ::
+Sizing by budget plans (our rule, not a paper's algorithm: Shukla & Simmhan's LSA/MBA and our
+exact minimum for a target rate live in :mod:`stormscale.planner.sizing`): the *needed* budget is the
+smallest ``b`` in ``[minUnits, maxUnits]`` whose plan leaves no component congested beyond the threshold θ::
 
     congested(v)  ⇔  D_v > P_v · (1 + θ)          (D: demand at the spouts' offered rate)
 
 and ``maxUnits`` when no budget gets there (reported as ScalingLimited).
 
 Sizing for a target rate (``scaling.sizing``, ``scaling.targetRate``): the planner's sizing strategy
-(:func:`stormscale.planner.sizing.strategies.size`: exact, LSA, MBA, P-Deployer) gives the units per
+(:func:`stormscale.planner.size`: exact, LSA, MBA, P-Deployer) gives the units per
 component that sustain Ω, the spec's ``targetRate`` or the measured demand over ``targetUtilization``::
 
     Ω       = targetRate  or  Ω_now / ρ
@@ -46,10 +46,22 @@ from datetime import datetime
 from typing import Any
 
 from stormscale.operator.status import AutoscalerState, seconds_since, timestamp
-from stormscale.planner import FlowModel, Strategy, Topology, add_allocation, evaluate, make_plan, throughput
-from stormscale.planner.sizing.exact import max_feasible_rate, offered_rate, scaled_to
-from stormscale.planner.sizing.strategies import Sizing as PlannerSizing
-from stormscale.planner.sizing.strategies import SizingError, SizingStrategy, size
+from stormscale.planner import (
+    FlowModel,
+    SizingError,
+    SizingStrategy,
+    Strategy,
+    Topology,
+    add_allocation,
+    evaluate,
+    make_plan,
+    max_feasible_rate,
+    offered_rate,
+    scaled_to,
+    size,
+    throughput,
+)
+from stormscale.planner import Sizing as PlannerSizing
 
 #: Seconds the budget strategy may take to hold a sizing within Auto's bounds (the exact program).
 CLAMP_TIME_LIMIT_S = 5.0

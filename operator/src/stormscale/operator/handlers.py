@@ -36,6 +36,7 @@ from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.metrics import OperatorMetrics, PassEnd, serve
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import Events, GoneError, Ports, RefusedError, StatusWriter, UnavailableError
+from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
@@ -111,9 +112,10 @@ def status_store() -> KubeStatus:
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     api = kube_api()
     nimbus = NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))
+    deployments, storm = KubeDeployments(api), NimbusPort(nimbus)
     return Ports(
-        deployments=KubeDeployments(api),
-        nimbus=NimbusPort(nimbus),
+        deployments=deployments,
+        nimbus=storm,
         profiler=prometheus_profiler(
             policy.spec.metrics.prometheus,
             nimbus,
@@ -127,6 +129,7 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
         status=status_store(),
         events=KopfEvents(body),
         published=KubeConfigMaps(api),
+        realizer=StormRealizer(deployments, storm),
     )
 
 
@@ -182,7 +185,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         set_peering(settings, os.environ.get(PEERING_IDENTITY_ENV), os.environ.get(PEERING_LIFETIME_ENV))
     except ValueError as err:
         raise kopf.PermanentError(str(err)) from None
-    # Keep Kopf's bookkeeping in annotations: our status schema is strict (anchors §3 trap).
+    # Keep Kopf's bookkeeping in annotations: our status schema is strict and would refuse Kopf's fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="stormscale.io", key="last-handled-configuration"

@@ -14,8 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from stormscale.planner import FlowModel, Strategy
-from stormscale.planner.sizing.strategies import SizingStrategy
+from stormscale.planner import FlowModel, SizingStrategy, Strategy
 from stormscale.samples import parse_duration
 from stormscale.samples.durations import PATTERN as DURATION
 from stormscale.storm.samples import MAX_POINTS
@@ -70,9 +69,9 @@ def millicores(quantity: str) -> int:
 class PlacementKind(StrEnum):
     """Who decides which executors share a worker and a pod (absent: Storm's own scheduler)."""
 
-    SAM = "SAM"  # seed 001's Slot Aware Mapping, repacked on every apply
-    PDEPLOYER = "PDeployer"  # seed 003's bin packing (Algorithm 1), one slot per pod
-    MULTI_LEVEL = "MultiLevel"  # seed 004's container level per new unit, LIFO scale-in
+    SAM = "SAM"  # Shukla & Simmhan's Slot Aware Mapping, repacked on every apply
+    PDEPLOYER = "PDeployer"  # P-Deployer's bin packing, one slot per pod
+    MULTI_LEVEL = "MultiLevel"  # multi-level elasticity's container level per new unit, LIFO scale-in
 
 
 class SizingKind(StrEnum):
@@ -100,7 +99,7 @@ class WorkersSpec(_Model):
     def _one_slot_for_pdeployer(self) -> WorkersSpec:
         if self.placement is PlacementKind.PDEPLOYER and self.slots_per_pod != 1:
             raise ValueError(
-                "workers.placement PDeployer packs pods of one slot (seed 003 §6.2): "
+                "workers.placement PDeployer packs pods of one slot (as P-Deployer does): "
                 "set workers.slotsPerPod 1"
             )
         return self

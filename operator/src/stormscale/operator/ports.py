@@ -8,12 +8,14 @@ request itself is wrong) and nothing else.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
-from stormscale.operator.policy import ProfileSource
-from stormscale.operator.status import StormTopologyStatus
+from stormscale.operator.policy import PlacementKind, ProfileSource
+from stormscale.operator.status import PendingApply, PlacementStatus, Reason, StormTopologyStatus
 from stormscale.planner import Topology
 from stormscale.storm.model import Executor, is_system
 
@@ -176,6 +178,55 @@ class Events(Protocol):
 
 
 @dataclass(frozen=True)
+class Site:
+    """Where an intent is realized: the worker Deployment, the topology as the pass observed it, and
+    what the status says was applied last."""
+
+    namespace: str
+    deployment: str
+    topology: str
+    slots_per_pod: int
+    #: ``spec.workers.placement`` (``None``: Storm's own scheduling).
+    placement: PlacementKind | None
+    storm: StormTopologyState
+    #: Worker pods the Deployment asks for now.
+    replicas: int
+    #: ``status.units`` and ``status.placement``: what was applied last.
+    units: Mapping[str, int] | None
+    applied: PlacementStatus | None
+    now: datetime
+
+
+class Progress(StrEnum):
+    PROGRESSING = "Progressing"
+    DEGRADED = "Degraded"
+    APPLIED = "Applied"
+
+
+@dataclass(frozen=True)
+class Realized:
+    """How far the realizer got: on the way (``Progressing``), stopped (``Degraded``, its reason and
+    message) or applied; the intent as it stands now (``None``: given up), and events to post."""
+
+    progress: Progress
+    reason: Reason
+    message: str
+    intent: PendingApply | None
+    events: tuple[tuple[str, Reason, str], ...] = ()
+    #: Seconds before the next look, where not the reason's own delay.
+    retry_after: float | None = None
+
+
+class Realizer(Protocol):
+    def realize(self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None]) -> Realized:
+        """Make ``intent`` (``status.pending``) run: the worker pods, the rebalance, its verification.
+        ``record`` stores an updated intent before a request that depends on it is made."""
+
+    def give_up(self, site: Site, reason: Reason, message: str) -> Realized:
+        """Forget the intent for ``reason`` and scale the workers back to what Storm runs."""
+
+
+@dataclass(frozen=True)
 class Ports:
     """Everything reconcile may touch."""
 
@@ -185,3 +236,5 @@ class Ports:
     status: StatusWriter
     events: Events
     published: PublishedProfiles
+    #: Built from ``deployments`` and ``nimbus`` (:class:`stormscale.operator.realizer.StormRealizer`).
+    realizer: Realizer

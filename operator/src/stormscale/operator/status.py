@@ -188,9 +188,9 @@ class PendingApply(_Status):
     ``rebalances`` counts the rebalance requests made for it and ``last_rebalance`` is when the last
     one was made: Storm may accept a rebalance and never run it (a Nimbus restart lost it, STORM-3516),
     so a pass that finds other executors or workers than asked for, once the last request had time to
-    finish, asks again (with ``placement``, carried again), a bounded number of times (reconcile's
+    finish, asks again (with ``placement``, carried again), a bounded number of times (the realizer's
     ``MAX_REBALANCES``). A ``placement`` Nimbus does not run yet while it runs the executors is waited
-    for from ``last_rebalance`` on (reconcile's ``PLACEMENT_GRACE_S``), never asked for again."""
+    for from ``last_rebalance`` on (the realizer's ``PLACEMENT_GRACE_S``), never asked for again."""
 
     budget: int
     units: dict[str, int]

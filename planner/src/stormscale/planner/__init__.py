@@ -4,27 +4,62 @@ No I/O beyond reading a profile file, no clock, no Kubernetes, no Spark (an impo
 checks it).
 """
 
+from stormscale.planner.elasticity.model import Level
+from stormscale.planner.elasticity.units import Choice, Provisioned, SlotPod, change_units
 from stormscale.planner.flow import FlowModel, FlowState, evaluate, throughput
 from stormscale.planner.model import Component, Kind, Topology, add_allocation
+from stormscale.planner.numbers import is_finite_number
 from stormscale.planner.optimal import OptimalLimitError
+from stormscale.planner.placement.model import Placement
+from stormscale.planner.placement.shukla import MappingError
+from stormscale.planner.placement.strategies import PlacementStrategy
+from stormscale.planner.placement.units import executor_loads, place_units
 from stormscale.planner.planning import Plan, Strategy, compare_strategies, make_plan
 from stormscale.planner.profile import ProfileError, load_profile, parse_profile
+from stormscale.planner.sizing.exact import TargetRateError, max_feasible_rate, offered_rate, scaled_to
+from stormscale.planner.sizing.strategies import (
+    Sizing,
+    SizingError,
+    SizingStrategy,
+    check_units_fit_a_slot,
+    size,
+)
 
 __all__ = [
+    "Choice",
     "Component",
     "FlowModel",
     "FlowState",
     "Kind",
+    "Level",
+    "MappingError",
     "OptimalLimitError",
+    "Placement",
+    "PlacementStrategy",
     "Plan",
     "ProfileError",
+    "Provisioned",
+    "Sizing",
+    "SizingError",
+    "SizingStrategy",
+    "SlotPod",
     "Strategy",
+    "TargetRateError",
     "Topology",
     "add_allocation",
+    "change_units",
+    "check_units_fit_a_slot",
     "compare_strategies",
     "evaluate",
+    "executor_loads",
+    "is_finite_number",
     "load_profile",
     "make_plan",
+    "max_feasible_rate",
+    "offered_rate",
     "parse_profile",
+    "place_units",
+    "scaled_to",
+    "size",
     "throughput",
 ]

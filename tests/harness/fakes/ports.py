@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,13 +11,16 @@ from typing import Any
 from stormscale.operator.ports import (
     Layout,
     MeasuredProfile,
+    Nimbus,
     PodLoad,
     Ports,
+    Profiler,
     RefusedError,
     StormTopologyState,
     UnavailableError,
     Workers,
 )
+from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.planner import FlowModel, Topology, throughput
 from stormscale.storm.model import Executor
@@ -223,7 +227,17 @@ class World:
 
     @property
     def ports(self) -> Ports:
-        return Ports(self.cluster, self.nimbus, self.profiler, self.status, self.events, self.published)
+        realizer = StormRealizer(self.cluster, self.nimbus)
+        return Ports(
+            self.cluster, self.nimbus, self.profiler, self.status, self.events, self.published, realizer
+        )
+
+
+def with_fakes(real: Ports, nimbus: Nimbus, profiler: Profiler) -> Ports:
+    """``real`` ports with a fake Nimbus and profiler, and the realizer built on them as the operator
+    builds it."""
+    realizer = StormRealizer(real.deployments, nimbus)
+    return dataclasses.replace(real, nimbus=nimbus, profiler=profiler, realizer=realizer)
 
 
 __all__ = [
@@ -236,4 +250,5 @@ __all__ = [
     "RefusedError",
     "UnavailableError",
     "World",
+    "with_fakes",
 ]
