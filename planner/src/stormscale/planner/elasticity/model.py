@@ -1,4 +1,4 @@
-"""The container levels, the actions on them and the layout they act on (seed 004 §1.2, §10).
+"""The container levels, the actions on them and the layout they act on (multi-level elasticity, §1.2).
 
 The paper's hierarchy, costliest first, in our terms on Storm over Kubernetes::
 
@@ -78,7 +78,7 @@ class AlertReason(StrEnum):
 
     BEYOND_BENCHMARK = "beyond-benchmark"  # §4.5: load above every benchmarked level: possible DoS
     ABOVE_FORECAST = "above-forecast"  # §5.3: load above what the proactive forecast expected
-    TASK_CAP = "task-cap"  # A8: executors(op) == numTasks(op)
+    TASK_CAP = "task-cap"  # executors(op) == numTasks(op): one task per executor
     POD_LIMIT = "pod-limit"  # a new pod is needed but the pod budget is spent (ours)
 
 

@@ -9,7 +9,7 @@ slots), the slots, and the pods of ``K`` slots::
     pdeployer  §4 parallelization and Algorithm 1; slots n_m;          pods n_m, only with K = 1 (§6.2)
 
 A target some component cannot sustain within its ``maxUnits`` is refused for every strategy: the
-seeds know no ``maxUnits``, and the exact minimum shows the target is out of the profile's reach.
+papers know no ``maxUnits``, and the exact minimum shows the target is out of the profile's reach.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ FORMAT_VERSION = 2
 
 ONE_SLOT_PER_POD = (
     "pdeployer: its machine is a pod with a single worker slot (collocated tasks talk for free only "
-    "inside one worker, seed 003 §6.2); use --slots-per-pod 1"
+    "inside one worker); use --slots-per-pod 1"
 )
 
 
