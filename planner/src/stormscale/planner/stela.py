@@ -10,8 +10,9 @@ congested component::
 ``set`` semantics counts a sink once (a visited set); ``literal`` counts it once per
 uncongested path, as the thesis's recursion does on a DAG.
 
-Scale-out is serial (Algorithm 2 with the congestion fallback chain and a visited set): each unit goes to the candidate head of highest
-ETP (ties: lowest id), then the state is re-evaluated with that unit before the next one.
+Scale-out is serial (Algorithm 2 with the congestion fallback chain and a visited set): each unit goes to the
+candidate head of highest ETP (ties: lowest id), then the state is re-evaluated with that unit before the next
+one.
 
 Scale-in (Stela's scale-in): ETP of every component on the current state; units are given up from the
 components of lowest ETP first (ties: lowest id), down to each component's floor.
@@ -91,9 +92,9 @@ def expected_throughput_percentage(
 def stela_scale_out(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[int]:
     """The components Stela picks, one per unit, in order (may be shorter than ``budget``).
 
-    Each round: candidate heads by the congestion fallback chain; if they are bolts, the one of highest ETP (ETP prunes
-    every strictly congested bolt); if only scalable spouts remain, the spout with the fewest units
-    picked so far (round-robin, ours). The pick's unit is applied and the state re-evaluated.
+    Each round: candidate heads by the congestion fallback chain; if they are bolts, the one of highest
+    ETP (ETP prunes every strictly congested bolt); if only scalable spouts remain, the spout with the
+    fewest units picked so far (round-robin, ours). The pick's unit is applied and the state re-evaluated.
     """
     current = list(units)
     picks: list[int] = []

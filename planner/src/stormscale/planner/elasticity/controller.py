@@ -63,7 +63,8 @@ class Mode(StrEnum):
 
 @dataclass(frozen=True)
 class ControllerParams:
-    """``T``, the mode and its knobs; ``observations`` defaults to ``k(T)`` (see :func:`.signals.required_observations`)."""
+    """``T``, the mode and its knobs; ``observations`` defaults to ``k(T)``
+    (:func:`.signals.required_observations`)."""
 
     period: float
     mode: Mode = Mode.REACTIVE

@@ -57,7 +57,8 @@ def health(processed: float, received_: float, min_samples: float = MIN_SAMPLES)
 
 
 def instance_health(executed: float, operator_received: float, instances: int) -> float | None:
-    """Diagnostics only (Storm has no per-destination emitted count): ``executed_i / (received_T(op) / k_op)``, assuming §3's even partition."""
+    """Diagnostics only (Storm counts no emits per destination): ``executed_i / (received_T(op) / k_op)``,
+    assuming §3's even partition."""
     share = operator_received / instances
     return executed / share if share > 0 else None
 

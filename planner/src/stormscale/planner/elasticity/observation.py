@@ -1,4 +1,4 @@
-"""What the planner sees of a running topology over one monitoring window T (the multi-level elasticity paper's §2.2, §4).
+"""What the planner sees of a running topology over one monitoring window T (multi-level elasticity §2.2, §4).
 
 Time is an argument: a window is ``[window_start, window_end)`` and ``now = window_end``. Rates and
 health come from counter deltas (:mod:`.signals`, :mod:`.health`); CPU and memory are fractions of

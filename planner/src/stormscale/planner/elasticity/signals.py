@@ -40,8 +40,8 @@ def counter_rate(previous: float, current: float, period: float) -> float | None
 
 
 def required_observations(period: float) -> int:
-    """``k(T)``: 1 at T ≥ 60 s, 3 below (the paper names 10 s for three observations and 1 min as stable; we ask 3 at
-    30 s too, the more cautious reading)."""
+    """``k(T)``: 1 at T ≥ 60 s, 3 below (the paper names 10 s for three observations and 1 min as
+    stable; we ask 3 at 30 s too, the more cautious reading)."""
     return 1 if period >= STABLE_PERIOD else NOISY_OBSERVATIONS
 
 

@@ -1,4 +1,4 @@
-"""The multi-level elasticity paper's container level for the units a plan adds or removes, on pods of K slots.
+"""Multi-level elasticity's container level for the units a plan adds or removes, on pods of K slots.
 
 The controller (:mod:`.controller`) replays a benchmarked table. An operator that has its units from a
 budget plan or a sizing instead needs, for each unit a component gains, the cheapest container that
@@ -7,7 +7,7 @@ with the eligibility filter of :func:`.selection.select_pod_recommended`)::
 
     a unit added to op (one at a time, in the caller's order):
         pods   = every pod of the layout, its measured CPU plus what this pass added (below)
-        chosen = select_pod(pods)                       eligible: cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU,
+        chosen = select_pod(pods)                       if cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU,
                                                         then the least CPU (ties: the oldest pod)
         chosen runs a worker  → EXECUTOR: a new executor in that worker      (deployOptimalContainer, §4)
         chosen runs none      → WORKER:   a new worker in a free slot, with the executor

@@ -1,4 +1,4 @@
-"""One stated mapping from our profile to the inputs of Shukla & Simmhan and of P-Deployer (never tuned to test vectors).
+"""One stated mapping from our profile to the inputs of Shukla & Simmhan and P-Deployer (not tuned to tests).
 
 Our profile gives, per bolt, ``capacityPerUnit`` c_v (tuples/s one unit processes), ``selectivity``
 and ``fractions``, and, optionally, ``memoryPerUnit`` m_v (the memory one saturated unit holds, as

@@ -381,7 +381,8 @@ class TaskDemand:
     links: tuple[Link, ...]
 
     def cpu(self, adj: Mapping[str, int]) -> float:
-        """Eq. (3), corrected (``S_k/P_op·c_p``, the missing "+" restored), with ``Adj`` keyed by neighbour operator (absent = 0)::
+        """Eq. (3), corrected (``S_k/P_op·c_p``, the missing "+" restored), with ``Adj`` keyed by
+        neighbour operator (absent = 0)::
 
             C_τi = Σ_k (S_k/P_op)·c_p
                  + c_t·[ Σ_k S_k/(P_op_k·P_op)·(P_op_k − Adj_k) + Σ_k S'_k/(P'_op_k·P_op)·(P'_op_k − Adj'_k) ]
