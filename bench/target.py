@@ -1,4 +1,4 @@
-"""Target-rate benchmark (issue 16, item 5): does the throughput reach a raised targetRate?
+"""Target-rate benchmark: does the throughput reach a raised targetRate?
 
 On the test bed, ``spec.scaling.targetRate`` is raised; the operator sizes, packs and applies; does
 the measured throughput reach the target, and how many units and pods did it take against the
@@ -31,7 +31,7 @@ capacity and the sinks' rate is what the units can do. Then:
    without a placement one pod per ``K`` units), the Deployment's replicas, and the Supervisors that
    host the topology's workers (the executors' hosts from Nimbus).
 
-The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, seed 001's heuristic)
+The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, Shukla & Simmhan's heuristic)
 on SAM with pods of 2 slots and, as the alternative in the same run, Storm's own one-slot placement
 (no ``workers.placement``, pods of one slot). A unit is 200m either way, so a 2-slot pod is 400m.
 

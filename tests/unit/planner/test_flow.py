@@ -1,4 +1,4 @@
-"""Flow models: the thesis's micro-vectors (seed 000 §9.1, §9.6) and the backpressure rule."""
+"""Flow models: the thesis's micro-examples and the backpressure rule."""
 
 from __future__ import annotations
 

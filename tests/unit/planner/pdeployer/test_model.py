@@ -1,4 +1,4 @@
-"""Seed 003 §3 and §4.3: Eqs. (1)–(4) against spec §8 E1, E2 (claims A1, A2; tolerance 1e-9)."""
+"""P-Deployer §3 and §4.3: Eqs. (1)–(4) against worked examples E1, E2 (tolerance 1e-9)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_e2_eq3_inter_node_ratio() -> None:
     assert s.cpu_max == pytest.approx(80.0, abs=TOL)
     collocated = s.cpu({"J": 1, "W": 1})
     assert collocated == pytest.approx(65.0, abs=TOL)
-    # A2: C is linear in the inter-node ratio, from C_min to C_max (Obs. 1)
+    # C is linear in the inter-node ratio, from C_min to C_max (Obs. 1)
     assert collocated == pytest.approx(s.cpu_min + ratio * (s.cpu_max - s.cpu_min), abs=TOL)
     # Eq. (3) is Eq. (1) with Θ given by Adj
     assert collocated == pytest.approx(cpu_consumption(s.profile, 500.0, remote_in, remote_out), abs=TOL)
@@ -73,12 +73,12 @@ def test_e5_demands() -> None:
     }
 
 
-def test_a1_processing_term_is_the_operator_share_not_one_upstream_task_share() -> None:
-    # Eq. (3) as printed divides S_k by P_op_k·P_op; A1 uses S_k/P_op (identical when P_op_k = 1).
+def test_processing_term_is_the_operator_share_not_one_upstream_task_share() -> None:
+    # Eq. (3) as printed divides S_k by P_op_k·P_op; we use S_k/P_op (identical when P_op_k = 1).
     c = {d.op: d for d in task_demands(e4_graph(), E4_PARALLELISM)}["C"]
     assert c.s_in * c.profile.c_p == pytest.approx(1000 / 2 * 0.08, abs=TOL)
 
 
-def test_a7_ingress_is_always_remote() -> None:
+def test_ingress_is_always_remote() -> None:
     s = {d.op: d for d in task_demands(e4_graph(), E4_PARALLELISM)}["S"]
     assert s.cpu({"B": 2}) == pytest.approx(1000 * 0.02 + 1000 * 0.03, abs=TOL)

@@ -1,4 +1,4 @@
-"""Seed 003 §5: Algorithm 1 against spec §8 E4–E7 (claim A4: assignments and n_m exact; the trace's
+"""P-Deployer §5: Algorithm 1 against worked examples E4–E7 (assignments and n_m exact; the trace's
 printed six decimals at 1e-6; demands and weights at 1e-9) and the Placement it returns."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from stormscale.planner.sizing.pdeployer import task_demands
 from .vectors import E4_PARALLELISM, e4_graph, e5_graph, isolated_tasks
 
 TOL = 1e-9
-PRINTED = 1e-6  # the spec prints p to six decimals
+PRINTED = 1e-6  # the worked examples print p to six decimals
 
 
 def names(packing: Packing) -> list[list[str]]:
@@ -28,7 +28,7 @@ def names(packing: Packing) -> list[list[str]]:
 
 
 def expected(machine: int, task: str, s: float, c_hat: float, p: float) -> tuple[object, ...]:
-    """One row of the spec's trace: s and Ĉ exact (1e-9), p as printed (six decimals)."""
+    """One row of the worked example's trace: s and Ĉ exact (1e-9), p as printed (six decimals)."""
     return (
         machine,
         task,

@@ -1,4 +1,4 @@
-"""Seed 003 §4 and §2/§3.4: parallelization (E3, E5 bounds; claim A3: exact integers), scaling to the
+"""P-Deployer §4 and §2/§3.4: parallelization (E3, E5 bounds: exact integers), scaling to the
 target (E8), the loop's decisions (E9) and the profile update."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_op_class_restricts_to_one_formula() -> None:
     assert parallelize(graph) == {"S": 1}
 
 
-def test_a6_io_and_memory_load_with_output() -> None:
+def test_io_and_memory_load_with_output() -> None:
     profile = TaskProfile(0.0, 0.006, 0.0)  # E5's J: in 2000, out 2000
     assert parallelism_degree(profile, 2000.0, 2000.0) == 2
     both = ParallelizationParams(io_load=LoadBasis.INPUT_AND_OUTPUT)
@@ -87,7 +87,7 @@ def test_a6_io_and_memory_load_with_output() -> None:
     assert parallelism_degree(memory, 10000.0, 0.0, both) == 3
 
 
-def test_a19_cpu_bound_with_transmission() -> None:
+def test_cpu_bound_with_transmission() -> None:
     profile = TaskProfile(0.09, 0.002, 0.0)  # E5's S: C_max per task 102 > 100 at P = 2
     assert parallelism_bounds(profile, 2000.0, 10000.0).cpu == 2
     with_ct = ParallelizationParams(cpu_bound_includes_ct=True)
@@ -139,7 +139,7 @@ def test_e9_termination() -> None:
     assert plan_verdict(machines=17, budget=16) is Verdict.BUDGET_EXCEEDED
     assert plan_verdict(machines=16, budget=16) is Verdict.CONTINUE
     assert not target_met(Measurement(2100.0, 0.520), target)
-    assert target_met(Measurement(2000.0, 0.5), target)  # A24: ≥, tol 0
+    assert target_met(Measurement(2000.0, 0.5), target)  # ≥, tol 0
     assert target_met(Measurement(1990.0, 0.1), Target(2000.0, 0.5, tolerance=0.01))
     assert measurement_verdict(Measurement(1000.0, 0.1), target, 10) is Verdict.MAX_ITER_REACHED
 

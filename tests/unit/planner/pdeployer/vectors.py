@@ -1,4 +1,4 @@
-"""The worked examples of spec §8 (seed-003-pdeployer.md) as operator graphs."""
+"""P-Deployer's worked examples (from the paper's figures and tables) as operator graphs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Seed 001: LSA (Algorithm 2) and MBA (Algorithm 3), vectors V1–V18 of spec §6.4.
+"""Shukla & Simmhan: LSA (Algorithm 2) and MBA (Algorithm 3), the paper's numbers as test vectors.
 
 Single-task vectors use the fixture's models, whose bold cells are the paper's numbers; the DAG
-vectors (V14–V18) use SHUKLA_FIXTURE_V1 and the §5.2 micro-DAGs, source and sink excluded (A15).
-Tolerances are the spec's (§7): exact thread counts, ±0.5 % on the paper's resource numbers (C8, C9),
-±1 % on the "47 %" (C10), ±2 % abs on DAG totals (C11), ±0.1 slot on the Star sums (A23).
+vectors (V14–V18) use SHUKLA_FIXTURE_V1 and the §5.2 micro-DAGs, source and sink excluded.
+Tolerances: exact thread counts, ±0.5 % on the paper's resource numbers (C8, C9),
+±1 % on the "47 %" (C10), ±2 % abs on DAG totals (C11), ±0.1 slot on the Star sums.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_v2_v3_lsa_blob_at_50_and_200() -> None:
 
 def test_v4_v5_lsa_table() -> None:
     assert lsa_task("T", T, 160).threads == 54
-    assert lsa_task("T", T, 50).threads == 17  # the paper's "18" is a typo (A2): ⌈50/3⌉ = 17 = 4·2 + 9
+    assert lsa_task("T", T, 50).threads == 17  # the paper's "18" is a typo: ⌈50/3⌉ = 17 = 4·2 + 9
 
 
 def test_lsa_closed_form() -> None:
@@ -60,7 +60,7 @@ def test_v6_mba_blob_at_100() -> None:
 
 def test_v7_mba_blob_at_50() -> None:
     a = mba_task("B", B, 50)
-    assert a.threads == 50 + 28  # 50 + 𝒯_B(20), the fixture's 28 (A21)
+    assert a.threads == 50 + 28  # 50 + 𝒯_B(20), the fixture's 28
     assert a.memory == pytest.approx(1.28, rel=HALF_PERCENT)  # "128% memory"
 
 
@@ -136,7 +136,7 @@ def test_mba_linear_at_50_cpu_total() -> None:
 @pytest.mark.parametrize(("omega", "memory", "slots"), [(50, 6.28, 7), (100, 12.55, 13)])
 def test_v17_lsa_star_memory(omega: float, memory: float, slots: int) -> None:
     a = allocate_lsa(star(), omega, MODELS, SOURCE_SINK)
-    assert a.total_memory == pytest.approx(memory, abs=0.1)  # A23: ±0.1 slot
+    assert a.total_memory == pytest.approx(memory, abs=0.1)  # ±0.1 slot
     assert a.slots == slots
 
 
@@ -161,7 +161,7 @@ def test_mba_needs_fewer_slots_than_lsa_on_the_micro_dags(omega: float, dag: Cal
 def test_lsa_over_mba_slot_ratio_on_linear(omega: float) -> None:
     """C15, second half: LSA/MBA ∈ [1.5, 2.2] (Linear: 7/4, 13/7, 25/14; the paper: "nearly twice").
 
-    Only Linear is asserted: it is the DAG the spec's fixture is checked on (Star@100 gives 13/9).
+    Only Linear is asserted: it is the DAG the fixture is checked on (Star@100 gives 13/9).
     """
     lsa = allocate_lsa(linear(), omega, MODELS, SOURCE_SINK).slots
     mba = allocate_mba(linear(), omega, MODELS, SOURCE_SINK).slots

@@ -1,4 +1,4 @@
-"""Seed 001: the model-based prediction of a mapping (spec §4.6, vectors P1–P4 of §6.5; C19–C21, C10)."""
+"""Shukla & Simmhan: the model-based prediction of a mapping (§8.5 of the paper; vectors P1–P4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001 invariants on random performance models and DAGs (hypothesis)."""
+"""Shukla & Simmhan invariants on random performance models and DAGs (hypothesis)."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def test_dsm_places_every_thread_once(
 def test_lsa_needs_at_least_the_slots_of_mba_on_the_micro_dags(
     dag: Callable[[], TaskGraph], omega: float
 ) -> None:
-    """C15 where the spec claims it: the micro-DAGs with SHUKLA_FIXTURE_V1, here at any Ω ≤ 300.
+    """C15 where the paper claims it: the micro-DAGs with SHUKLA_FIXTURE_V1, here at any Ω ≤ 300.
 
     Not a theorem: a task whose one thread already peaks at low CPU costs LSA c̄_i per thread but MBA
     1.00 per slot, so on other models MBA can need more.
