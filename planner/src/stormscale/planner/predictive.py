@@ -8,10 +8,11 @@ needs to process all of its new input (the thesis's subtree prediction)::
     A_v  = max(0, ⌈I'_v / c_v⌉ − n_v);   O'_v = I'_v · ρ_v
     τ    = ΔΘ / Σ A
 
-Candidates are taken greedily by τ (ties: lower head id, then smaller r) with the superset rules O1/O2,
-and every tentative set is re-evaluated jointly so shared descendants on a DAG are sized
-for their combined input. Units the greedy cannot place are *residual*: one unit to the
-cheapest head, then the allocator runs again on that head's subtree.
+Candidates are taken greedily by τ (ties: lower head id, then smaller r) with the thesis's superset rules
+(ignore a candidate a chosen one contains; replace a chosen one it contains), and every tentative set is
+re-evaluated jointly so shared descendants on a DAG are sized for their combined input. Units the greedy
+cannot place are *residual*: one unit to the cheapest head, then the allocator runs again on that head's
+subtree.
 
 Our choices where the thesis is silent (also in docs/planner.md):
 - a candidate whose descendants would need more than their ``maxUnits`` is not a candidate (it cannot
@@ -123,7 +124,7 @@ class PredictiveResult:
 
 
 def _covered(chosen: Iterable[Candidate], a: Candidate, topology: Topology) -> bool:
-    """O1: a chosen candidate already contains ``a`` (same head with r ≥, or an ancestor head)."""
+    """A chosen candidate already contains ``a`` (same head with r ≥, or an ancestor head)."""
     return any((c.head == a.head and c.r >= a.r) or topology.is_descendant(a.head, of=c.head) for c in chosen)
 
 

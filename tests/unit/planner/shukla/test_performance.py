@@ -1,4 +1,4 @@
-"""Shukla & Simmhan: the performance model 𝒫_i and GetRate (claim C1)."""
+"""Shukla & Simmhan: the performance model 𝒫_i and GetRate ."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_derived_functions_of_the_table_model() -> None:
 
 def test_interpolation_is_piecewise_linear_and_clamped() -> None:
     t = MODELS["T"]
-    assert t.rate(3) == pytest.approx(6.0)  # P3 / C21: between (2, 5) and (4, 7)
+    assert t.rate(3) == pytest.approx(6.0)  # between (2, 5) and (4, 7)
     assert t.rate(0) == 0.0
     assert t.rate(500) == 35  # clamped to the last point
     b = MODELS["B"]
@@ -90,7 +90,7 @@ def test_models_from_dict_names_the_task() -> None:
 
 
 def test_get_rate_on_the_star() -> None:
-    """C1: a, b = Ω; hub = 2Ω; d, e = 2Ω each (duplicate semantics); the sink receives 4Ω."""
+    """a, b = Ω; hub = 2Ω; d, e = 2Ω each (duplicate semantics); the sink receives 4Ω."""
     rates = star().input_rates(100)
     assert rates == {"src": 100, "B": 100, "T": 100, "X": 200, "P": 200, "F": 200, "sink": 400}
 

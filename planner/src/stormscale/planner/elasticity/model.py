@@ -3,7 +3,7 @@
 The paper's hierarchy, costliest first, in our terms on Storm over Kubernetes::
 
     L3  node / VM   → Pod       a Storm supervisor pod (a fixed "flavour": CPU and memory limits)
-    L2  process     → Worker    the worker JVM; one per pod (R-process: a second one only hurts)
+    L2  process     → Worker    the worker JVM; one per pod (a second one only hurts)
     L1  thread      → Executor  a Storm executor, one task each (R-task: tasks only cap executors)
 
 "A lower container cannot exist outside its parent": an executor needs a worker, a worker a pod.
@@ -132,7 +132,7 @@ def executors_of(layout: Layout, component: str) -> int:
 def apply(layout: Layout, action: Provision | Release) -> Layout:
     """The layout after one action; ``ValueError`` when it breaks the hierarchy's rules.
 
-    Rules: an executor needs a worker in its pod; at most one worker per pod (R-process, S4); a new
+    Rules: an executor needs a worker in its pod; at most one worker per pod; a new
     pod is the next ordinal; only the last pod is removed, and only when it is empty.
     """
     pods = list(layout)

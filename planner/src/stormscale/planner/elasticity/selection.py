@@ -15,7 +15,7 @@ another node is fine. The prose asks for "the least loaded node with sufficient 
     eligible = ∅ ⇒ a new pod
 
 Storm's ``deployOptimalContainer`` (§4): a new executor with one task in the pod's existing worker;
-a second worker on a pod is never deployed (R-process, S4). A pod without a worker (not reachable
+a second worker on a pod is never deployed. A pod without a worker (not reachable
 under these rules) gets the hierarchy: worker + executor. ``executors(op) = numTasks(op)`` refuses
 with a task-cap alert. A pod budget (``max_pods``) is ours: the paper's cloud has no limit.
 """

@@ -31,7 +31,7 @@ Where we choose (the paper is silent):
 * **A pod without a measurement** (no CPU series) is not eligible: its headroom is unknown.
 * **Memory is not measured** (``mem = 0``): only CPU decides, against θ_cpu.
 * **The worker level** is reached only for a pod of the layout that runs no worker of the topology
-  (R-process: a second worker in a pod that has one only costs memory, §2.3.3).
+  (a second worker in a pod that has one only costs memory, §2.3.3).
 """
 
 from __future__ import annotations
