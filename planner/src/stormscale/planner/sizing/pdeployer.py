@@ -223,7 +223,7 @@ def scale_to_target(graph: OperatorGraph, measured_throughput: float, target: fl
         S_e^target = S_e^measured · T / thr_measured     for every edge e;   Σ spout ingress = T
 
     The ingress is split over the spouts in proportion to their measured ingress (equally when none
-    was measured); with one spout it is ``T``, as the spec says.
+    was measured); with one spout it is ``T``.
     """
     if not (math.isfinite(measured_throughput) and measured_throughput > 0.0):
         raise ValueError("the measured throughput must be > 0 to scale loads to a target")
