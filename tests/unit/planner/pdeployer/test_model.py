@@ -1,4 +1,4 @@
-"""P-Deployer §3 and §4.3: Eqs. (1)–(4) against worked examples (tolerance 1e-9)."""
+"""P-Deployer: Eqs. (1)–(4) against worked examples (tolerance 1e-9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""P-Deployer §5: Algorithm 1 against worked examples (assignments and n_m exact; the trace's
+"""P-Deployer: Algorithm 1 against worked examples (assignments and n_m exact; the trace's
 printed six decimals at 1e-6; demands and weights at 1e-9) and the Placement it returns."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""P-Deployer §4 and §2/§3.4: parallelization (bounds: exact integers), scaling to the
+"""P-Deployer: parallelization (bounds: exact integers), scaling to the
 target, the loop's decisions and the profile update."""
 
 from __future__ import annotations

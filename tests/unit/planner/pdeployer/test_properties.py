@@ -176,7 +176,7 @@ def test_lower_bounds_closed_form_saving_and_determinism(graph: OperatorGraph, s
         assert math.isclose(step.saving, own + others, rel_tol=1e-12, abs_tol=1e-12)
         assert math.isclose(step.c_hat, by_op[step.task.op].cpu(on_machine) / capacity.w_c, abs_tol=1e-12)
         on_machine[step.task.op] += 1
-    # §5.5.3: deterministic
+    # deterministic
     assert pack(demands, capacity) == packing
 
 

@@ -1,4 +1,4 @@
-"""The container levels, the actions on them and the layout they act on (multi-level elasticity, §1.2).
+"""The container levels, the actions on them and the layout they act on (multi-level elasticity §2–3).
 
 The paper's hierarchy, costliest first, in our terms on Storm over Kubernetes::
 

@@ -1,7 +1,7 @@
 """P-Deployer (Liu & Buyya, IEEE TBD 2017): resource estimation and task mapping, Algorithm 1.
 
-The paper's §5.4 as an incremental, deterministic algorithm (first maximum wins; weights computed once;
-a task that fits no empty machine is refused), and a machine mapped to a Storm pod on Kubernetes.
+The paper's Algorithm 1 (its §5.3) made incremental and deterministic (first maximum wins; weights computed
+once; a task that fits no empty machine is refused), and a machine mapped to a Storm pod on Kubernetes.
 
 Algorithm 1 is a bin-centric First-Fit-Decreasing variant: one machine is open at a time; it keeps
 taking the remaining task of highest priority ``p(τ,m)`` (Eq. 6) that fits, recomputed after every
@@ -13,13 +13,13 @@ the demand of the tasks already packed: Eq. 5's saving ``s(τ,m)``.
 The model's premise is that collocated tasks talk for free (intra-process queues); in Storm that holds
 inside one worker (JVM), not between two workers of one pod. So every bin is a pod with a single slot
 whose capacity is the pod's (``W_c``, ``W_m``), and tasks are executors (the paper sets "the number of
-tasks … same as the number of executors", §6.1).
+tasks … same as the number of executors").
 
 **Evaluated per operator, incrementally.** All remaining tasks of one operator have the same demands
 given ``φ(m)`` (Assumption 1), so the first of them in the deterministic order is the only one that can
 win (first maximum wins). We evaluate Eq. 6 once per operator instead of once per task, and keep
 Eq. 5's terms per operator, updated for the neighbours of each placed task (an incremental
-variant). The placements are those of §5.4's task loop, in O(n·ops + n·deg) instead of O(n²·k·d).
+variant). The placements are those of Algorithm 1's task loop, in O(n·ops + n·deg) instead of O(n²·k·d).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class Packing:
 
     @property
     def placement(self) -> Placement:
-        """The packing as a :class:`Placement`: one pod per machine, one slot per pod (§6.2); slot
+        """The packing as a :class:`Placement`: one pod per machine, one slot per pod; slot
         CPU and memory normalized by ``W_c`` and ``W_m`` (a slot holds the whole pod)."""
         pods = tuple(
             Pod(
@@ -271,7 +271,7 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
     c_max = [d.cpu_max / w_c for d in demands]
     m_hat = [d.memory / w_m for d in demands]
     for k, d in enumerate(demands):
-        if c_max[k] > 1.0 or m_hat[k] > 1.0:  # §5.4's pre-check, literal
+        if c_max[k] > 1.0 or m_hat[k] > 1.0:  # Algorithm 1's pre-check, literal
             raise InfeasibleTaskError(d.op, c_max[k], m_hat[k])
     n = sum(d.parallelism for d in demands)
     a_c = math.fsum(c_max[k] for k, d in enumerate(demands) for _ in range(d.parallelism)) / n if n else 0.0
@@ -319,7 +319,7 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
 
 @dataclass(frozen=True)
 class DeploymentPlan:
-    """One P-Deployer plan (§2, Plan): ``{P_op}``, the task demands, and the packing (``n_m``, the map)."""
+    """One P-Deployer plan: ``{P_op}``, the task demands, and the packing (``n_m``, the map)."""
 
     parallelism: Mapping[str, int]
     demands: tuple[TaskDemand, ...]
@@ -340,7 +340,7 @@ def plan_deployment(
     params: ParallelizationParams | None = None,
     a_r: float = 1.0,
 ) -> DeploymentPlan:
-    """The Deployment Planner's steps (2)–(3): parallelize (§4), then estimate and map (Algorithm 1).
+    """The Deployment Planner's steps (2)–(3): parallelize, then estimate and map (Algorithm 1).
 
     ``graph`` carries the stream loads at the target (see ``scale_to_target``).
     """

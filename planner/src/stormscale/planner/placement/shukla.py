@@ -51,7 +51,7 @@ DEFAULT_POD_SIZES = (4, 2, 1)
 def acquire_pods(
     slots: int, sizes: Sequence[int] = DEFAULT_POD_SIZES, rule: Acquisition = Acquisition.SMALLEST_COVER
 ) -> tuple[int, ...]:
-    """Pods (slot counts p_j) for ρ slots (§4.1)::
+    """Pods (slot counts p_j) for ρ slots (§7.1, §8.2)::
 
         n = ⌊ρ / p̂⌋ pods of the largest size p̂,  then the remainder r = ρ − n·p̂ by ``rule``
 
@@ -116,7 +116,7 @@ def _average(task: TaskAllocation) -> tuple[float, float]:
 
 
 def round_robin(threads: Sequence[tuple[str, int]], pods: Sequence[int]) -> list[list[dict[str, int]]]:
-    """MapDSM(R, S): thread k (0-based, task by task) → S'[k mod |S|], slots VM-major (§4.2).
+    """MapDSM(R, S): thread k (0-based, task by task) → S'[k mod |S|], slots VM-major (§7.2).
 
     The pseudocode starts at ``n = 1``, which would skip the first slot; the paper's own example
     (Fig. 4) starts at s_1^1, so we count from 0.
@@ -211,7 +211,7 @@ def map_rsm(
     demand: RsmDemand | None = None,
     weights: RsmWeights = RsmWeights(),
 ) -> Placement:
-    """R-Storm Mapping (Algorithm 5, §4.3): one thread per task per sweep, in topological order.
+    """R-Storm Mapping (Algorithm 5, §7.3): one thread per task per sweep, in topological order.
 
     For each thread, VMs are sorted by :func:`rsm_distance` (stable, then VM index) from the last VM
     used v̂ (initially v_1); the first VM with ``C_j ≥ c̄_i`` (CPU of the **VM**) and a slot with
@@ -296,7 +296,7 @@ class _SamTask:
 def map_sam(
     allocation: Allocation, pods: Sequence[int], *, bundles: SamBundles = SamBundles.ALLOCATION
 ) -> Placement:
-    """Slot Aware Mapping (Algorithm 6, §4.4): whole slots to full bundles, best fit for partial ones.
+    """Slot Aware Mapping (Algorithm 6, §7.4): whole slots to full bundles, best fit for partial ones.
 
     Per sweep over the tasks in topological order, a task with a full bundle left puts τ̂_i threads
     on GetNextFullSlot (charged 1.00 CPU and 1.00 memory: the slot is closed); otherwise its remaining
@@ -386,7 +386,7 @@ def _best_fit_slot(
 
 
 # --------------------------------------------------------------------------------------------------
-# Mapping failure handling (§4.5)
+# Mapping failure handling (§8.4)
 
 Mapper = Callable[[Allocation, Sequence[int]], Placement]
 

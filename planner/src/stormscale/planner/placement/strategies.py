@@ -3,7 +3,7 @@
 The profile is read through :mod:`~stormscale.planner.sizing.adapters`' mapping::
 
     dsm, rsm, sam  Shukla & Simmhan: LSA or MBA's allocation at Ω (MBA unless the plan was sized with LSA),
-                   pods of K slots acquired for ρ, one more slot at a time until the mapping fits (§4.5)
+                   pods of K slots acquired for ρ, one more slot at a time until the mapping fits (§8.4)
     pdeployer      P-Deployer: §4 parallelization and Algorithm 1, a pod per machine, only with K = 1
 
 SAM maps MBA's full and partial bundles; it refuses an LSA allocation (LSA has no bundles).
@@ -54,7 +54,7 @@ MAPPERS: dict[PlacementStrategy, Mapper] = {
 
 @dataclass(frozen=True)
 class PlacementResult:
-    """A placement, the slots its sizing asked for, and the extra slots the mapping needed (§4.5)."""
+    """A placement, the slots its sizing asked for, and the extra slots the mapping needed (§8.4)."""
 
     strategy: PlacementStrategy
     placement: Placement

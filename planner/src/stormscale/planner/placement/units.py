@@ -16,12 +16,12 @@ by task, not MBA's full bundles at ω̂ plus one residual: the error source Shuk
 bundle of one thread charged ``u_v`` CPU and ``u_v · m_v`` memory, placed best fit; a spout executor
 takes a slot's CPU (the stated mapping). Every executor of v is charged its busiest executor's
 ``u_v``, so whichever of them the scheduler puts where, no slot holds more than it was charged. The
-mapping is the planner's own (``map_sam`` …), retried on ρ + 1 slots until it fits (§4.5); the
+mapping is the planner's own (``map_sam`` …), retried on ρ + 1 slots until it fits (§8.4); the
 executors are then counted per component and slot.
 
 **P-Deployer.** The operator graph at the flow (:func:`~.sizing.adapters.flow_graph`), the
-task demands of Eqs. 3–4 with ``P_op = n_v`` (the units, not §4's parallelization), and Algorithm 1
-(:func:`~.pdeployer.pack`) unchanged; a machine is a pod of one slot (§6.2).
+task demands of Eqs. 3–4 with ``P_op = n_v`` (the units, not its parallelization), and Algorithm 1
+(:func:`~.pdeployer.pack`) unchanged; a machine is a pod of one slot.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """P-Deployer (Liu & Buyya, IEEE TBD 2017): the resource consumption model and operator
 parallelization.
 
-The paper's §3 and §4, and the MAPE loop's decisions of its §2 and §3.4.
+The paper's model and parallelization, and the pure decisions of its MAPE loop.
 Units (inferred from the paper's point system): CPU in points (one core = 100), memory in MB,
 streams in tuples/s, time in s. Symbols are the paper's (Tables 1–3):
 
@@ -32,7 +32,7 @@ from functools import cached_property
 from stormscale.planner.model import natural_key
 
 POINTS_PER_CORE = 100.0
-"""The paper's point system: one core = 100 points (§3, after Storm's resource-aware scheduler)."""
+"""The paper's point system: one core = 100 points (after Storm's resource-aware scheduler)."""
 
 CEIL_EPS = 1e-9
 """Float slack of ``ceil_eps``: ``300·0.07 = 21.000000000000004`` must give 21."""
@@ -104,7 +104,7 @@ def memory_consumption(profile: TaskProfile, s_in: float, s_out: float) -> float
 
 
 class OpClass(StrEnum):
-    """§4.1's operator classes: the resource that confines a task's throughput."""
+    """The paper's operator classes: the resource that confines a task's throughput."""
 
     CPU = "cpu"
     IO = "io"
@@ -244,7 +244,7 @@ def scale_to_target(graph: OperatorGraph, measured_throughput: float, target: fl
 
 
 # ---------------------------------------------------------------------------------------------------
-# Operator parallelization, §4
+# Operator parallelization
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -274,7 +274,7 @@ class ParallelizationParams:
 
 @dataclass(frozen=True, slots=True)
 class ParallelismBounds:
-    """The four minimal parallelisms of §4.1, one per class (0 when the parameter is 0)."""
+    """The paper's four minimal parallelisms, one per class (0 when the parameter is 0)."""
 
     cpu: int
     io: int
@@ -297,7 +297,7 @@ class ParallelismBounds:
 def parallelism_bounds(
     profile: TaskProfile, s_op: float, s_out: float = 0.0, params: ParallelizationParams | None = None
 ) -> ParallelismBounds:
-    """The four bounds of §4.1 with ``c_t`` in points, each a ``ceil_eps``::
+    """The paper's four bounds with ``c_t`` in points, each a ``ceil_eps``::
 
         CPU-bound      P = ⌈ S_op·c_p / 100 ⌉              (a task is one thread: ≤ 100 points)
         I/O-bound      P = ⌈ S_op·c_t / (100·α) ⌉          (paper: ⌈S_op / (α/c_t)⌉, α a share of a core)
@@ -328,7 +328,7 @@ def parallelism_degree(
     params: ParallelizationParams | None = None,
     op_class: OpClass | None = None,
 ) -> int:
-    """Minimal parallelism (§4.2, unified rule)::
+    """Minimal parallelism (the unified rule)::
 
     cap_op = min(100/c_p, 100·α/c_t, 1/t_soj, β/m_pt)      (terms with a 0 parameter skipped)
     P_op   = max(1, ceil_eps(S_op / cap_op))               = the max of the four bounds
@@ -337,7 +337,7 @@ def parallelism_degree(
 
 
 def parallelize(graph: OperatorGraph, params: ParallelizationParams | None = None) -> dict[str, int]:
-    """``P_op`` for every operator, in topological order (§4: "the least number of tasks")."""
+    """``P_op`` for every operator, in topological order (the paper: "the least number of tasks")."""
     out: dict[str, int] = {}
     for op_id in graph.order:
         op = graph.operator(op_id)
@@ -440,7 +440,7 @@ def task_demands(graph: OperatorGraph, parallelism: Mapping[str, int]) -> tuple[
 
 
 # ---------------------------------------------------------------------------------------------------
-# The MAPE loop's pure decisions (§2, §3.4)
+# The MAPE loop's pure decisions
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -499,7 +499,7 @@ def plan_verdict(machines: int, budget: int) -> Verdict:
 
 
 def update_profile(previous: TaskProfile, measured: TaskProfile, headroom: float = 0.0) -> TaskProfile:
-    """§3.4: profiles only grow: ``profile_{i+1} = max(profile_i, measured_i)·(1+h)``, per field."""
+    """Profiles only grow: ``profile_{i+1} = max(profile_i, measured_i)·(1+h)``, per field."""
     grow = 1.0 + headroom
     return TaskProfile(
         c_p=max(previous.c_p, measured.c_p) * grow,
@@ -510,6 +510,6 @@ def update_profile(previous: TaskProfile, measured: TaskProfile, headroom: float
 
 
 def inflate_bottleneck(profile: TaskProfile, gamma: float = 0.2) -> TaskProfile:
-    """§3.4: when a plan repeats and the target is still missed, the bottleneck operator's CPU
+    """When a plan repeats and the target is still missed, the bottleneck operator's CPU
     costs grow: ``c_p, c_t ← (1+γ)·c_p, (1+γ)·c_t`` (γ = 0.2)."""
     return replace(profile, c_p=profile.c_p * (1.0 + gamma), c_t=profile.c_t * (1.0 + gamma))

@@ -4,7 +4,7 @@ The paper profiles every task alone on **one slot** (Algorithm 1) and keeps, per
 τ, the peak stable input rate ω and the incremental CPU c and memory m at that rate:
 ``𝒫_i: τ → ⟨ω, c, m⟩``. This module holds that output as data (Algorithm 1 itself runs
 trials on a cluster and is not planner code), the functions derived from it (ℐ_i, 𝒞_i, ℳ_i, 𝒯_i,
-ω̄_i, ω̂_i, τ̂_i), GetRate over the DAG (§3.1), and the allocation that LSA and MBA return.
+ω̄_i, ω̂_i, τ̂_i), GetRate over the DAG (§6), and the allocation that LSA and MBA return.
 
 Units: CPU and memory are **fractions of one slot** (1.0 = one core, or one slot's memory), as in the
 algorithms (MBA adds 1.00 per full slot) and in :class:`~stormscale.planner.placement.model.Slot`.
@@ -313,7 +313,7 @@ class TaskAllocation:
 
     @property
     def executors(self) -> int:
-        """Storm's parallelism: τ_i, but at least 1 (a task with ω_i = 0 still runs one executor, §3.4)."""
+        """Storm's parallelism: τ_i, but at least 1 (a task with ω_i = 0 still runs one executor)."""
         return max(1, self.threads)
 
 

@@ -123,7 +123,7 @@ def predict(
     omega: float | None = None,
     fixed: Mapping[str, tuple[float, float]] | None = None,
 ) -> Prediction:
-    """Predict the rate and the slots' use of ``placement`` from the models (§4.6)::
+    """Predict the rate and the slots' use of ``placement`` from the models (§8.5)::
 
     g_i = GetRate(𝒢, t_i, 1)                    (input per unit of Ω)
     Ω_pred = min_i cap_i / g_i                  (MODEL)      or   min_i Ω_max,i   (SHUFFLE)
