@@ -9,7 +9,7 @@
 The load plan is data (:func:`load_schedule`); the caller injects it and calls
 :func:`benchmark_step` once per monitoring window, time being an argument. Resolutions:
 
-* at most one scale-out per window (``find`` returns the first congested operator, §4.2);
+* at most one scale-out per window (``find`` returns the first congested operator);
 * after a scale-out, decide again only on a window that starts after it and after every new
   container runs (the cool-down); a window with a counter reset is dropped and the cool-down
   extended by one T;

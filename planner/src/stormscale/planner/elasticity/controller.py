@@ -8,7 +8,7 @@ Every monitoring window (``now = window_end``)::
     k > cur:    replay the benchmark's log up to C_k, in its order (push)     (may jump several rows)
     k < cur:    pop the stack down to C_k, last provisioned first (LIFO); a pod goes with its last executor
     L > upper_max: go to the last row, alert "beyond benchmark" (possible DoS), then scale out on
-                health with Algorithm 2 ("switch to reactive mode", §4.5); those extra containers are
+                health with Algorithm 2 ("switch to reactive mode", §5.3); those extra containers are
                 popped first once L ≤ upper_max again
 
 Proactive mode also watches the measured load: ``k`` windows above the forecast for their own

@@ -76,7 +76,7 @@ class RemovePod:
 class AlertReason(StrEnum):
     """Why the planner could not, or would not, follow its table."""
 
-    BEYOND_BENCHMARK = "beyond-benchmark"  # §4.5: load above every benchmarked level: possible DoS
+    BEYOND_BENCHMARK = "beyond-benchmark"  # load above every benchmarked level: possible DoS
     ABOVE_FORECAST = "above-forecast"  # §5.3: load above what the proactive forecast expected
     TASK_CAP = "task-cap"  # executors(op) == numTasks(op): one task per executor
     POD_LIMIT = "pod-limit"  # a new pod is needed but the pod budget is spent (ours)
