@@ -1,6 +1,5 @@
 """Fault benchmark: ``--runs`` applies (20 by default) for each fault of ``--faults`` (all by default),
-each with the fault injected, and what the operator converged to; prints the fault table (issue 17,
-item 2).
+each with the fault injected, and what the operator converged to; prints the fault table.
 
 Run: ``make bench-faults`` (or ``.venv/bin/python -m bench.faults [--faults operator-kill,...]
 [--runs 20] [--seed 17]``), under the real-stack lock of ``make accuracy``. A real control plane with

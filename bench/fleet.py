@@ -1,4 +1,4 @@
-"""Fleet benchmark: one operator, many StormTopology objects on the real API server (issue 17, item 5).
+"""Fleet benchmark: one operator, many StormTopology objects on the real API server.
 
 Run: ``make bench-fleet`` (or ``.venv/bin/python -m bench.fleet [--resources 200] [--hanging 10]
 [--budget 2] [--interval 30] [--steady 60] [--threads 32 ...]``); about 8 minutes for the defaults, 4

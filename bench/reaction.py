@@ -1,6 +1,6 @@
 """Reaction time benchmark: from ``kubectl apply`` of a new budget to the Deployment scaled and the
 rebalance issued, against a trivial Kopf operator (the floor), on the real API server; and, with
-``--dip``, what one rebalance costs a running topology in throughput (issue 14, item 5).
+``--dip``, what one rebalance costs a running topology in throughput.
 
 Run: ``make bench-reaction`` (or ``.venv/bin/python -m bench.reaction [--applies 20]``), about 10
 minutes; ``make bench-reaction DIP=1`` (``--dip``) measures the dip instead, on the whole test bed

@@ -39,7 +39,7 @@ def synthetic(size_: int, seed: int) -> Topology:
 
 
 def pods_per_pod_size(name: str) -> int:
-    """P-Deployer packs one slot per pod (seed 003 §6.2); the others use ``SLOTS_PER_POD``."""
+    """P-Deployer packs one slot per pod (a machine is one worker); the others use ``SLOTS_PER_POD``."""
     return 1 if name == "pdeployer" else SLOTS_PER_POD
 
 

@@ -1,4 +1,4 @@
-"""Target-rate benchmark (issue 16, item 5): does the throughput reach a raised targetRate?
+"""Target-rate benchmark: does the throughput reach a raised targetRate?
 
 On the test bed, ``spec.scaling.targetRate`` is raised; the operator sizes, packs and applies; does
 the measured throughput reach the target, and how many units and pods did it take against the

@@ -1,4 +1,4 @@
-"""The chart's RBAC and exporter, rendered by `helm template` (no cluster; issue 17, item 8): the
+"""The chart's RBAC and exporter, rendered by `helm template` (no cluster): the
 operator may patch only ``deployments/scale``, and the exporter never binds 0.0.0.0 by default."""
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def test_nimbus_itself_silently_caps_executors_at_the_task_count(
 def test_a_rebalance_survives_a_nimbus_crash_in_its_wait(
     storm_cluster: StormCluster, client: NimbusClient, topology: Topology
 ) -> None:
-    """Issue 17, item 2: Nimbus SIGKILLed while a rebalance waits (Storm stores it in ZooKeeper as
+    """Nimbus SIGKILLed while a rebalance waits (Storm stores it in ZooKeeper as
     REBALANCING and runs it after the wait from an in-memory timer) and started again. STORM-3516 lost
     such rebalances before Storm 2.1; 2.8 re-arms the wait when the restarted Nimbus leads, so the
     rebalance runs: the operator meanwhile sees Nimbus unavailable (``NimbusUnavailable``, the plan

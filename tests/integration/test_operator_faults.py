@@ -1,4 +1,4 @@
-"""Faults of real parts while the operator applies a budget (issue 17, item 2), on the real API server
+"""Faults of real parts while the operator applies a budget, on the real API server
 with the operator as a real ``kopf run`` process: the operator SIGKILLed, the API server restarted,
 Nimbus restarted losing the rebalance in its wait, Prometheus stopped, the metrics stale. Every run
 converges to its budget, adds nothing twice and posts one ``ScalingApplied``; a few runs of each here,

@@ -1,4 +1,4 @@
-"""Issue 16 on the real API server: sizing for a target rate, placements on pods of two slots and the
+"""On the real API server: sizing for a target rate, placements on pods of two slots and the
 container level of each new unit, through the operator's own Thrift client against the fake Nimbus
 (which keeps every rebalance's conf overrides and lays executors out as their placement says, as
 Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU given per host)."""

@@ -1,4 +1,4 @@
-"""Two operator replicas with Kopf peering, as the chart runs them (issue 17, item 3), on the real API
+"""Two operator replicas with Kopf peering, as the chart runs them, on the real API
 server: exactly one is active, the other takes over when it dies, and no budget is applied twice.
 
 Both are real ``kopf run`` processes of the operator's handlers, peered at a namespaced KopfPeering,

@@ -1,4 +1,4 @@
-"""Published profiles on real parts (issue 18, items 1-2): the fleet job on real PySpark (``local[2]``)
+"""Published profiles on real parts: the fleet job on real PySpark (``local[2]``)
 profiles synthetic Parquet samples and applies a ConfigMap into the real API server; the operator,
 with the real Kubernetes ports and a StormTopology asking for ``profile: Published``, plans on it.
 A stale and a malformed ConfigMap give the ``PublishedProfile`` condition and no action.

@@ -20,7 +20,7 @@ from tests.harness.storm.cluster import StormCluster
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 
 LABEL = "stormscale.io/storm-workers"
-FOLLOW_S = 30.0  # the bound for following a scale change
+FOLLOW_S = 30.0  # the bound for following a scale change
 
 
 @pytest.fixture(scope="module")

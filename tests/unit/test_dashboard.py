@@ -65,7 +65,7 @@ def metric_names(dashboard: dict[str, Any]) -> set[str]:
     return {re.sub(r"_(bucket|sum|count)$", "", n) if "_seconds_" in n else n for n in names}
 
 
-def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
+def test_the_dashboard_shows_throughput_units_conditions_and_lag() -> None:
     """Observed against predicted throughput, units per component, conditions, and lag."""
     names = metric_names(DASHBOARD)
     assert {

@@ -1,4 +1,4 @@
-"""The demo's figures (issue 18, item 4), drawn offline from a thesis profile: both files written and
+"""The demo's figures, drawn offline from a thesis profile: both files written and
 valid PNGs, with the profile and the measured points beside them that the CLI can draw again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bounded fuzzing of the two hostile-input parsers (issue 17, item 4): the profile loader and the
+"""Bounded fuzzing of the two hostile-input parsers: the profile loader and the
 StormTopology spec parser. Every example must give a valid result or the documented error
 (``ProfileError``, ``InvalidSpecError``) — no other exception — within a per-example deadline.
 

@@ -6,7 +6,7 @@ import dataclasses
 
 from tests.harness.bed.stack import Scenario
 
-#: The thesis's linear shape (seed 000 Table 6.1: 1 → 2 → 3 → 4) under a load that congests it.
+#: The thesis's linear shape (its Table 6.1: 1 → 2 → 3 → 4) under a load that congests it.
 #: One unit = a 200m pod; ``cost_us`` is CPU time per tuple, so a unit of 2 processes
 #: 0.2 s / 8000 µs = 25 tuples/s, of 3 16/s and of 4 66/s, less the multilang and worker overhead
 #: (kept small by costly tuples; the profile measures it). The spout offers 48/s and stays at one

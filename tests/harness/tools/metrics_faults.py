@@ -1,4 +1,4 @@
-"""The metrics faults of issue 17, item 2, on a bed with a real Prometheus: Prometheus stopped, and the
+"""The metrics faults, on a bed with a real Prometheus: Prometheus stopped, and the
 metrics frozen (stale), while a budget is to be applied.
 
 The bed (:func:`metrics_bed`): the real API server and the operator as a real ``kopf run`` process, as

@@ -308,7 +308,7 @@ def run_moving_load(stack: Stack, scenario: Scenario, load: MovingLoad, scaling:
 #: the pods' overhead the bed measured), and a first step taken on the low load leaves the high load to a
 #: second step a cooldown and a settled window later, too late for the lag to drain within the phase. At
 #: 16/s it plans for 22.9/s: two units on bolt 3 (24-27/s) and on bolt 2, budget 2 (1 where bolt 2 reads
-#: 23/s or more: run M7). Measured (runs M3-M5, docs/evaluation.md): the low load is planned 40 s into the
+#: 23/s or more, as measured once). Measured (docs/evaluation.md): the low load is planned 40 s into the
 #: run; the rise seen 80-111 s after it (a 90 s window must be steady past it), applied 40-50 s later, the
 #: topology stopped ~50 s by the rebalance, the lag peaked 180-261 s after the rise (1,426-2,023 records)
 #: and drained 330-441 s after it; scale-in is wished ~95 s after the sinks settle at the low load (the

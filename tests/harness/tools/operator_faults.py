@@ -1,5 +1,5 @@
-"""Faults injected into real parts while the operator applies a budget, and what it converged to
-(issue 17, item 2): the tests (tests/integration/test_operator_faults.py, a few runs of each) and
+"""Faults injected into real parts while the operator applies a budget, and what it converged to:
+the tests (tests/integration/test_operator_faults.py, a few runs of each) and
 ``make bench-faults`` (20 runs of each, the fault table) share this.
 
 The bed: the real API server, the operator as a real ``kopf run`` process, Storm and Prometheus behind

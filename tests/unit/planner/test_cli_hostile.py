@@ -1,5 +1,5 @@
 """Hostile input to `stormscale plan/size/place`: one line on stderr, exit status 2, never a traceback or
-a hang (issue 17, item 7). Each case runs the real CLI as a subprocess with a time bound."""
+a hang. Each case runs the real CLI as a subprocess with a time bound."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flow models: the thesis's micro-vectors (seed 000 §9.1, §9.6) and the backpressure rule."""
+"""Flow models: the thesis's micro-examples and the backpressure rule."""
 
 from __future__ import annotations
 
@@ -56,11 +56,11 @@ def test_topology_17_rates_drops_and_ratios(t17: Topology) -> None:
 
 def test_linear_scaling_of_capacity_and_spout_output(t17: Topology) -> None:
     linear = thesis("linear")
-    for units, capacity in [(1, 250), (2, 500), (3, 750), (4, 1000)]:  # V1: (n+1)/n rule
+    for units, capacity in [(1, 250), (2, 500), (3, 750), (4, 1000)]:  # the (n+1)/n rule
         state = evaluate(linear, add_allocation(linear, linear.units, {"3": units - 1}), FlowModel.DROP)
         assert state.components[2].capacity == capacity
     more = evaluate(t17, add_allocation(t17, t17.units, {"1": 1}), FlowModel.DROP)
-    assert more.components[0].output == 3000  # V2: spout 2 units × 1000 → +1 unit
+    assert more.components[0].output == 3000  # spout 2 units × 1000 → +1 unit
 
 
 def test_drop_model_drops_and_backpressure_throttles_the_spout() -> None:

@@ -48,7 +48,7 @@ def test_a_bolts_capacity_follows_its_busiest_executors_share_of_the_tasks(
     ("tasks", "rate", "units"),
     [
         (None, 25.0, 3),
-        (None, 20.0 + 1e-12, 2),  # equality within float noise is enough
+        (None, 20.0 + 1e-12, 2),  # equality within float noise is enough
         (4, 25.0, 4),  # 3 units take 20/s: the next unit that helps is the 4th
         (4, 20.0, 2),
         (4, 45.0, 5),  # more than the tasks allow: the caller's bound refuses it

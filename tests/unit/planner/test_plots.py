@@ -1,4 +1,4 @@
-"""The data behind the plots (issue 18, item 4): throughput curves, the layered layout, utilization and
+"""The data behind the plots: throughput curves, the layered layout, utilization and
 bottlenecks, the checks of the plots' inputs and the words in the figures. No matplotlib here."""
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def test_each_curve_is_its_strategys_plan_after_at_every_budget(name: str, model
 
 
 def test_the_linear_curves_are_table_6_2_at_model_values() -> None:
-    """Seed 000 §9.2: every strategy gains 150, 250, 250 (Θ is capped by the spout's 500)."""
+    """The thesis's example: every strategy gains 150, 250, 250 (Θ is capped by the spout's 500)."""
     for curve in throughput_curves(thesis("linear"), 3, FlowModel.DROP):
         assert curve.throughput == (250.0, 400.0, 500.0, 500.0), curve.strategy
 
 
 def test_the_diamond_curves_show_stela_below_predictive_at_one_unit() -> None:
-    """Seed 000 §9.3: Stela's tie goes to 2 (+100), predictive takes 3 (+200). The exact program is the
+    """The thesis's example: Stela's tie goes to 2 (+100), predictive takes 3 (+200). The exact program is the
     ceiling: from 3 units on it also grows the spout (``maxUnits: null``), e.g. {1:+1, 2:+1, 4:+1} → 1,000."""
     curves = {c.strategy: c.throughput for c in throughput_curves(thesis("diamond"), 4, FlowModel.DROP)}
     assert curves[Strategy.STELA] == (600.0, 700.0, 900.0, 900.0, 1000.0)

@@ -1,4 +1,4 @@
-"""The predictive allocator and the combined choice: seed 000 §9 vectors and §9.8 regression curves."""
+"""The predictive allocator and the combined choice: the thesis's examples and regression curves."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_ours_on_the_other_thesis_tables_model_values(
 def test_diamond_joint_check_rejects_a_set_that_leaves_the_shared_sink_congested() -> None:
     diamond = thesis("diamond")
     decongesting = predictive_alloc(diamond, diamond.units, 3, FlowModel.DROP).extra
-    assert named(diamond, decongesting) == {"3": 2}  # (2,1) with (3,2) needs 4: rejected (R-8)
+    assert named(diamond, decongesting) == {"3": 2}  # (2,1) with (3,2) needs 4: rejected (joint check)
 
 
 def test_simple_tree_combined_picks_stela_at_two_units() -> None:
@@ -92,7 +92,7 @@ def test_batch_is_not_serial_on_topology_10(t10: Topology) -> None:
     assert three == {"3": 1, "4": 1, "7": 1}
 
 
-CURVES = {  # seed 000 §9.8 [REF]: ΔΘ for budgets 1..10 (S = Stela, O = ours, C = combined)
+CURVES = {  # the thesis's curves: ΔΘ for budgets 1..10 (S = Stela, O = ours, C = combined)
     "topology-17": {
         "S": [40, 140, 200, 440, 500, 1000, 1500, 1800, 2000, 2060],
         "O": [500, 700, 1000, 1200, 1400, 1600, 2000, 2200, 2260, 2320],

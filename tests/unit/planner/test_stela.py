@@ -1,4 +1,4 @@
-"""Stela: ETP (seed 002 §4.3 and §9) and serial allocation (seed 000 §9)."""
+"""Stela: ETP (the Stela paper's worked example) and serial allocation (the thesis's examples)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ FIG2_SINK_RATES = {"4": 2000, "7": 1000, "8": 1000, "9": 200, "10": 300}
 
 
 def fig2() -> Topology:
-    """Seed 002's Fig. 2 tree (edges reconstructed in its §3), with made-up capacities."""
+    """Stela's Fig. 2 tree (edges reconstructed from the paper), with made-up capacities."""
     components: list[dict[str, object]] = [
         {"id": "1", "kind": "bolt", "units": 1, "capacityPerUnit": 1.0, "externalInput": 1.0}
     ]
@@ -33,7 +33,7 @@ def fig2() -> Topology:
     return parse_profile({"topology": "fig2", "components": components})
 
 
-def test_etp_worked_example_of_seed_002() -> None:
+def test_etp_worked_example_of_stela() -> None:
     topology = fig2()
     outputs = [float(FIG2_SINK_RATES.get(c.id, 0)) for c in topology.components]
     congested = {topology.index[c] for c in ["1", "3", "4", "6"]}

@@ -1,4 +1,4 @@
-"""Rates right with acking on (issue 13, item 3): selectivities and edge fractions come from user
+"""Rates right with acking on: selectivities and edge fractions come from user
 streams only, and emitted and executed are each counted over whole periods of their own updates.
 
 Every case runs through both engines on the same samples; a selectivity-1 bolt must profile at

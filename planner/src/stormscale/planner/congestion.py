@@ -1,4 +1,4 @@
-"""Which components may receive the next unit (seed 000, R-2)."""
+"""Which components may receive the next unit (the thesis's congestion test, with a fallback chain)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from stormscale.planner.model import Topology, Units
 
 
 def candidate_heads(topology: Topology, units: Units, rates: DropRates) -> list[int]:
-    """Components that should get units next, by the fallback chain of R-2.
+    """Components that should get units next, by a fallback chain.
 
     1. bolts strictly congested (``I > P + ε``);
     2. else bolts saturated (``I ≥ P − ε``, with some input);

@@ -2,7 +2,7 @@
 
 Throughput Θ is the sum of the sinks' outputs.
 
-``drop`` (the thesis's assumption A4: backpressure off, a congested component drops)::
+``drop`` (the thesis's assumption: backpressure off, a congested component drops)::
 
     spout:  O_s = n_s · s_s
     bolt:   I_v = ext_v + Σ_p O_p · f_{p→v};   P_v = n_v · c_v;   p_v = min(I_v, P_v);   O_v = p_v · ρ_v
@@ -39,7 +39,7 @@ class FlowModel(StrEnum):
 
 
 def congestion_tolerance(input_rate: float) -> float:
-    """ε of the strict congestion test ``I > P + ε`` (R-2): ``1e-9 · max(I, 1)``."""
+    """ε of the strict congestion test ``I > P + ε``: ``1e-9 · max(I, 1)``."""
     return 1e-9 * max(input_rate, 1.0)
 
 
@@ -48,7 +48,7 @@ class DropRates:
     """Per-component rates under the drop model, indexed like ``Topology.components``.
 
     ``inputs`` are the arrivals ``I_v`` (0 for spouts); ``capacities`` are ``P_v`` (``inf`` for spouts).
-    The seeds' heuristics detect congestion on these rates in both flow models.
+    The papers' heuristics detect congestion on these rates in both flow models.
     """
 
     inputs: tuple[float, ...]
@@ -60,12 +60,12 @@ class DropRates:
         return self.inputs[v] > self.capacities[v] + congestion_tolerance(self.inputs[v])
 
     def saturated(self, v: int) -> bool:
-        """At or above capacity: ``I_v ≥ P_v − ε`` (the R-2 fallback)."""
+        """At or above capacity: ``I_v ≥ P_v − ε`` (the congestion fallback)."""
         return self.inputs[v] >= self.capacities[v] - congestion_tolerance(self.inputs[v])
 
 
 def drop_rates(topology: Topology, units: Units) -> DropRates:
-    """Forward evaluation of the drop model in topological order (seed 000 §4.4, R-4)."""
+    """Forward evaluation of the drop model in topological order (the thesis's rate propagation)."""
     return DropRates(*_forward(topology, units, capped=True))
 
 

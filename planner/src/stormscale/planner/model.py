@@ -71,7 +71,7 @@ class Component:
         return self.capacity_per_unit * self.tasks / busiest
 
     def units_for(self, rate: float) -> int:
-        """The fewest units whose :meth:`capacity` takes ``rate``; equality counts as enough (R-5)
+        """The fewest units whose :meth:`capacity` takes ``rate``; equality counts as enough
         despite float noise: ``capacity(u) ≥ rate − s`` with ``s = 10⁻⁹·max(P, rate)``.
 
         Without a task count that is ``⌈q − 10⁻⁹·max(1, q)⌉`` with ``q = rate/P``. With ``T`` tasks the

@@ -4,8 +4,8 @@ Scale-out (budget > 0): ``stela``, ``predictive`` (Algorithm 5 plus the residual
 Algorithm 4), ``combined`` (Algorithm 4: the better of the two predicted gains, ties to predictive),
 ``optimal`` (the exact program).
 
-Scale-in (budget < 0; the thesis is scale-out only, seed 000 G-25): ``stela`` removes units from the
-components of lowest ETP (seed 002 §5); ``predictive`` removes, one unit at a time, the unit whose loss
+Scale-in (budget < 0; the thesis is scale-out only): ``stela`` removes units from the
+components of lowest ETP (as Stela scales in); ``predictive`` removes, one unit at a time, the unit whose loss
 lowers predicted Θ least (our choice, documented in docs/planner.md); ``combined`` keeps the better of
 the two; ``optimal`` is the exact program with ``Σ x = budget``.
 """

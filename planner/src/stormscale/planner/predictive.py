@@ -1,19 +1,20 @@
-"""The predictive batch allocator of seed 000 (Algorithms 4 and 5, as corrected in its §5.9 and §11).
+"""The predictive batch allocator of the thesis (its Algorithms 4 and 5, with our corrections).
 
 A *candidate* gives a congested head h ``r`` more units and then exactly the units every descendant
-needs to process all of its new input (seed 000 §4.5, R-3 … R-6)::
+needs to process all of its new input (the thesis's subtree prediction)::
 
     O'_h = min(I_h, (n_h + r)·c_h)·ρ_h                 (spout head: (n_h + r)·s_h)
     I'_v = ext_v + Σ_p O'_p · f_{p→v}                  for v ∈ desc(h), topological order
     A_v  = max(0, ⌈I'_v / c_v⌉ − n_v);   O'_v = I'_v · ρ_v
     τ    = ΔΘ / Σ A
 
-Candidates are taken greedily by τ (ties: lower head id, then smaller r) with the superset rules O1/O2
-(R-7), and every tentative set is re-evaluated jointly (R-8) so shared descendants on a DAG are sized
-for their combined input. Units the greedy cannot place are *residual* (R-10): one unit to the
-cheapest head, then the allocator runs again on that head's subtree.
+Candidates are taken greedily by τ (ties: lower head id, then smaller r) with the thesis's superset rules
+(ignore a candidate a chosen one contains; replace a chosen one it contains), and every tentative set is
+re-evaluated jointly so shared descendants on a DAG are sized for their combined input. Units the greedy
+cannot place are *residual*: one unit to the cheapest head, then the allocator runs again on that head's
+subtree.
 
-Our choices where the spec is silent (also in docs/planner.md):
+Our choices where the thesis is silent (also in docs/planner.md):
 - a candidate whose descendants would need more than their ``maxUnits`` is not a candidate (it cannot
   decongest its subtree, which is what a candidate promises);
 - congestion is detected on the drop model's rates in both flow models; ΔΘ (and so τ and every
@@ -53,7 +54,7 @@ class Candidate:
 
 
 def decongest(topology: Topology, units: Units, rates: DropRates, heads: Mapping[int, int]) -> Extra | None:
-    """JOINT of R-8: heads keep their r, every other node of ∪ sub(h) gets its ceil-need.
+    """The joint check: heads keep their r, every other node of ∪ sub(h) gets its ceil-need.
 
     Returns the extra units per component, or ``None`` when some component would need more than its
     ``maxUnits``.
@@ -95,7 +96,7 @@ def _head_output(c: Component, units: int, arriving: float) -> float:
 
 
 def candidates(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[Candidate]:
-    """Every (head, r) candidate that fits the budget (Algorithm 5 lines 5–25 with R-3)."""
+    """Every (head, r) candidate that fits the budget (Algorithm 5 lines 5–25)."""
     rates = drop_rates(topology, units)
     base = throughput(topology, units, model)
     out: list[Candidate] = []
@@ -123,12 +124,12 @@ class PredictiveResult:
 
 
 def _covered(chosen: Iterable[Candidate], a: Candidate, topology: Topology) -> bool:
-    """O1: a chosen candidate already contains ``a`` (same head with r ≥, or an ancestor head)."""
+    """A chosen candidate already contains ``a`` (same head with r ≥, or an ancestor head)."""
     return any((c.head == a.head and c.r >= a.r) or topology.is_descendant(a.head, of=c.head) for c in chosen)
 
 
 def predictive_alloc(topology: Topology, units: Units, budget: int, model: FlowModel) -> PredictiveResult:
-    """PREDICTIVEALLOC (Algorithm 5 with R-7 … R-9): greedy by τ with superset rules and joint checks."""
+    """PREDICTIVEALLOC (Algorithm 5): greedy by τ with superset rules and joint checks."""
     cands = candidates(topology, units, budget, model)
     cands.sort(key=lambda a: (-a.ratio, topology.rank[a.head], a.r))
     rates = drop_rates(topology, units)
@@ -163,7 +164,7 @@ def subtree_topology(topology: Topology, units: Units, rates: DropRates, head: i
 
 
 def residual_alloc(topology: Topology, units: Units, budget: int, model: FlowModel) -> Extra:
-    """Algorithm 4 lines 2–14 with R-10: the predictive allocation plus its residual recursion.
+    """Algorithm 4 lines 2–14: the predictive allocation plus its residual recursion.
 
     Each round re-evaluates the state after the allocation so far, gives one unit to the candidate head
     whose r = 1 candidate needs the fewest units (then larger ΔΘ, then lower id), and runs the predictive

@@ -85,9 +85,7 @@ def placements_table(
     for s, r in results.items():
         mark = "*" if s is chosen else ""
         if isinstance(r, str):
-            rows.append(
-                [mark, s.value, "—", "—", "—", "one slot per pod (§6.2)" if r == ONE_SLOT_PER_POD else r]
-            )
+            rows.append([mark, s.value, "—", "—", "—", "one slot per pod" if r == ONE_SLOT_PER_POD else r])
         else:
             p = r.placement
             rows.append(

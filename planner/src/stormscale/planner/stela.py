@@ -1,4 +1,4 @@
-"""Stela (seed 002; seed 000 ch. 4): Expected Throughput Percentage and serial allocation.
+"""Stela (the Stela paper; the thesis's chapter 4): Expected Throughput Percentage and serial allocation.
 
 ETP of a component x is the share of Θ produced by sinks reachable from x without passing through a
 congested component::
@@ -7,13 +7,14 @@ congested component::
            = ∪_{c ∈ children(v), c ∉ C} S(c)      otherwise
     ETP(x) = Σ_{s ∈ S(x)} O_s / Θ
 
-``set`` semantics counts a sink once (seed 002 A3, R-12's visited set); ``literal`` counts it once per
+``set`` semantics counts a sink once (a visited set); ``literal`` counts it once per
 uncongested path, as the thesis's recursion does on a DAG.
 
-Scale-out is serial (Algorithm 2 with R-2 and R-12): each unit goes to the candidate head of highest
-ETP (ties: lowest id), then the state is re-evaluated with that unit before the next one.
+Scale-out is serial (Algorithm 2 with the congestion fallback chain and a visited set): each unit goes to the
+candidate head of highest ETP (ties: lowest id), then the state is re-evaluated with that unit before the next
+one.
 
-Scale-in (seed 002 §5): ETP of every component on the current state; units are given up from the
+Scale-in (Stela's scale-in): ETP of every component on the current state; units are given up from the
 components of lowest ETP first (ties: lowest id), down to each component's floor.
 """
 
@@ -28,7 +29,7 @@ from stormscale.planner.model import Topology, Units
 
 
 class EtpMode(StrEnum):
-    """How a sink reached along several paths counts (seed 002 A3)."""
+    """How a sink reached along several paths counts (Stela does not say)."""
 
     SET = "set"
     LITERAL = "literal"
@@ -81,7 +82,7 @@ def expected_throughput_percentage(
 
     Examples
     --------
-    The worked example of seed 002 §4.3: ETP_3 = 4/9, ETP_1 = 0, ETP_6 = 1/9.
+    Stela's worked example of ETP: ETP_3 = 4/9, ETP_1 = 0, ETP_6 = 1/9.
     """
     theta = sum(sink_output[s] for s in topology.sinks)
     effective = effective_throughput(topology, sink_output, congested, mode)
@@ -91,9 +92,9 @@ def expected_throughput_percentage(
 def stela_scale_out(topology: Topology, units: Units, budget: int, model: FlowModel) -> list[int]:
     """The components Stela picks, one per unit, in order (may be shorter than ``budget``).
 
-    Each round: candidate heads by the R-2 chain; if they are bolts, the one of highest ETP (ETP prunes
-    every strictly congested bolt); if only scalable spouts remain, the spout with the fewest units
-    picked so far (round-robin, seed 002 A5). The pick's unit is applied and the state re-evaluated.
+    Each round: candidate heads by the congestion fallback chain; if they are bolts, the one of highest
+    ETP (ETP prunes every strictly congested bolt); if only scalable spouts remain, the spout with the
+    fewest units picked so far (round-robin, ours). The pick's unit is applied and the state re-evaluated.
     """
     current = list(units)
     picks: list[int] = []
@@ -116,9 +117,9 @@ def stela_scale_out(topology: Topology, units: Units, budget: int, model: FlowMo
 
 
 def stela_scale_in(topology: Topology, units: Units, remove: int, model: FlowModel) -> list[int]:
-    """The components that give up a unit, one entry per unit, lowest ETP first (seed 002 §5).
+    """The components that give up a unit, one entry per unit, lowest ETP first (Stela's scale-in).
 
-    ETP is computed once, on the current state, for every component (seed 002 A14).
+    ETP is computed once, on the current state, for every component.
     """
     rates = drop_rates(topology, units)
     etp = expected_throughput_percentage(

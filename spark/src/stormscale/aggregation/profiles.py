@@ -118,12 +118,12 @@ def build_profile(
 
 
 def _judges_the_window(spec: ComponentSpec) -> bool:
-    """Whether a component's rate spread decides if the window is steady: the spouts' (what enters,
-    by demand when throttled) and the sinks' (what leaves). A steady state holds the rates in and
-    out constant (thesis A3); a bolt between them that swings while both stay constant is paused
-    and resumed by backpressure from a bottleneck downstream (measured on the Kafka-fed JVM linear
-    shape at 16 tuples/s: bolt 2's executed tuples per 10 s ran 101-240 while the spout was steady
-    and bolts 3 and 4 stayed within 5 %), and its window totals, all a profile uses, are still exact."""
+    """Whether a component's rate spread decides if the window is steady: the spouts' (what enters, by demand
+    when throttled) and the sinks' (what leaves). A steady state holds the rates in and out constant (the
+    thesis's steady-state assumption); a bolt between them that swings while both stay constant is paused and
+    resumed by backpressure from a bottleneck downstream (measured on the Kafka-fed JVM linear shape at 16
+    tuples/s: bolt 2's executed tuples per 10 s ran 101-240 while the spout was steady and bolts 3 and 4
+    stayed within 5 %), and its window totals, all a profile uses, are still exact."""
     return spec.kind == "spout" or not spec.children
 
 

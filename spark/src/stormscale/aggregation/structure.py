@@ -1,7 +1,7 @@
 """The topology structure (samples.md, "Topology structure"): components, kinds, children, tasks.
 
 The graph cannot be inferred from rates alone when an edge carries nothing, so the job takes it as an
-input. A later issue reads it from Nimbus; here it is a JSON file.
+input, here a JSON file (Nimbus knows it too; the job does not ask).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stated mapping from our profile to seeds 001 and 003 (sizing/adapters.py), and the sizing plan."""
+"""Our profile mapped to Shukla & Simmhan and P-Deployer (sizing/adapters.py), and the plan."""
 
 from __future__ import annotations
 

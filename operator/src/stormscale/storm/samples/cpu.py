@@ -172,8 +172,8 @@ def _pod_rows(
 
 
 def pod_busy(series: PodCpu, limit_cores: float | None) -> float | None:
-    """A pod's CPU over its limit across the window (seed 004's ``totalCPU_T``, spec §10: usage over
-    limit), its overhead included::
+    """A pod's CPU over its limit across the window (multi-level elasticity's ``totalCPU_T``, as usage
+    over limit), its overhead included::
 
         busy = Σ Δu_i / (t_last − t_first) / limit,    Δu_i = u_i − u_{i−1}, or u_i after a reset
 

@@ -1,3 +1,4 @@
-"""Multi-level elasticity (seed 004): health and overload predicates, node selection, the table-driven
-controller with its benchmarking step, proactive mode, LIFO scale-in, noise filter and counter deltas.
+"""Multi-level elasticity (the paper of that name): health and overload predicates, node selection, the
+table-driven controller with its benchmarking step, proactive mode, LIFO scale-in, noise filter and counter
+deltas.
 """

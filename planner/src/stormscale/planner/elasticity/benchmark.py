@@ -1,4 +1,4 @@
-"""Application benchmarking (seed 004 Algorithm 1, §3.1; spec §4.2, A5, A18, TV5).
+"""Application benchmarking (the multi-level elasticity paper's Algorithm 1, §3.1).
 
 ::
 
@@ -9,10 +9,10 @@
 The load plan is data (:func:`load_schedule`); the caller injects it and calls
 :func:`benchmark_step` once per monitoring window, time being an argument. Resolutions:
 
-* at most one scale-out per window (``find`` returns the first congested operator, §4.2);
+* at most one scale-out per window (``find`` returns the first congested operator);
 * after a scale-out, decide again only on a window that starts after it and after every new
-  container runs (A5's cool-down); a window with a counter reset is dropped and the cool-down
-  extended by one T (TV11);
+  container runs (the cool-down); a window with a counter reset is dropped and the cool-down
+  extended by one T;
 * a window that straddles two levels is not used (ours: its load is neither level);
 * the warm-up is ``0, ΔL, …`` strictly below ``initLoad`` (the listing's ``0 to initLoad`` would hold
   ``initLoad`` twice); with ``initLoad = 0`` there is none;
@@ -154,7 +154,7 @@ def benchmark_step(
 
 
 def derive_table(state: BenchmarkState, margin: float = 0.0) -> ConfigTable:
-    """The benchmark's configuration table (Table 1); ``upper_k`` lowered by ``margin`` (A18, default 0),
+    """The benchmark's configuration table (Table 1); ``upper_k`` lowered by ``margin`` (ours, default 0),
     never below 0. A larger configuration validated only up to a smaller one's bound is dropped."""
     notes: list[str] = []
     best: dict[int, float] = {}

@@ -1,14 +1,14 @@
-"""The table-driven controller (seed 004 §3.1 step 3, §5.2, §5.3; spec §4.4, §4.5, A5, A10, A11, A19).
+"""The table-driven controller (the multi-level elasticity paper's §3.1 step 3, §5.2, §5.3).
 
 Every monitoring window (``now = window_end``)::
 
     reactive:   L ← filtered measured input      (k consecutive windows must agree, see .signals)
-    proactive:  L ← max forecast over [now, now + lead]                      (A19; lead = 120 s, A13)
+    proactive:  L ← max forecast over [now, now + lead]                      (lead = 120 s, §5.3)
     k ← min {k : L ≤ upper_k}
     k > cur:    replay the benchmark's log up to C_k, in its order (push)     (may jump several rows)
     k < cur:    pop the stack down to C_k, last provisioned first (LIFO); a pod goes with its last executor
     L > upper_max: go to the last row, alert "beyond benchmark" (possible DoS), then scale out on
-                health with Algorithm 2 ("switch to reactive mode", §4.5); those extra containers are
+                health with Algorithm 2 ("switch to reactive mode", §5.3); those extra containers are
                 popped first once L ≤ upper_max again
 
 Proactive mode also watches the measured load: ``k`` windows above the forecast for their own
@@ -16,11 +16,11 @@ window alert "above forecast" and the look-up level becomes ``max(forecast, min(
 
 Our choices, where the paper is silent:
 
-* a decision on measurements needs a fresh window (A5; see :func:`.observation.is_fresh`); a
+* a decision on measurements needs a fresh window (see :func:`.observation.is_fresh`); a
   forecast decision only needs every container to run (forecasts are not measured, so they are not
   stale); stale windows are not added to the filter;
-* a counter reset drops the window and extends the cool-down by one T (TV11);
-* A10's table-less scale-in is not built: the controller always has a table. Containers added on
+* a counter reset drops the window and extends the cool-down by one T;
+* a table-less scale-in is not built: the controller always has a table. Containers added on
   health beyond the table are released together, LIFO, when the filtered load is back at or below
   ``upper_max`` (``C_last`` is validated there).
 """
@@ -53,7 +53,7 @@ from stormscale.planner.elasticity.signals import (
 )
 from stormscale.planner.elasticity.table import ConfigTable, lookup
 
-LEAD_TIME = 120.0  # s: §5.3 "about 2 minutes in advance" (A13)
+LEAD_TIME = 120.0  # s: §5.3 "about 2 minutes in advance"
 
 
 class Mode(StrEnum):
@@ -63,7 +63,8 @@ class Mode(StrEnum):
 
 @dataclass(frozen=True)
 class ControllerParams:
-    """``T``, the mode and its knobs; ``observations`` defaults to ``k(T)`` (A11)."""
+    """``T``, the mode and its knobs; ``observations`` defaults to ``k(T)``
+    (:func:`.signals.required_observations`)."""
 
     period: float
     mode: Mode = Mode.REACTIVE
@@ -113,7 +114,7 @@ def layout(state: ControllerState) -> Layout:
 def move_to(
     table: ConfigTable, stack: tuple[Provision, ...], steps: int
 ) -> tuple[tuple[Provision, ...], tuple[Provision | Release, ...]]:
-    """Push the log up to ``steps`` or pop the stack down to it, LIFO (TV7)."""
+    """Push the log up to ``steps`` or pop the stack down to it, LIFO."""
     if steps < len(stack):
         popped = stack[steps:]
         return stack[:steps], tuple(inverse(a) for a in reversed(popped))

@@ -1,9 +1,9 @@
-"""The container levels, the actions on them and the layout they act on (seed 004 §1.2, §10).
+"""The container levels, the actions on them and the layout they act on (multi-level elasticity §2–3).
 
 The paper's hierarchy, costliest first, in our terms on Storm over Kubernetes::
 
     L3  node / VM   → Pod       a Storm supervisor pod (a fixed "flavour": CPU and memory limits)
-    L2  process     → Worker    the worker JVM; one per pod (R-process: a second one only hurts)
+    L2  process     → Worker    the worker JVM; one per pod (a second one only hurts)
     L1  thread      → Executor  a Storm executor, one task each (R-task: tasks only cap executors)
 
 "A lower container cannot exist outside its parent": an executor needs a worker, a worker a pod.
@@ -76,9 +76,9 @@ class RemovePod:
 class AlertReason(StrEnum):
     """Why the planner could not, or would not, follow its table."""
 
-    BEYOND_BENCHMARK = "beyond-benchmark"  # §4.5: load above every benchmarked level: possible DoS
+    BEYOND_BENCHMARK = "beyond-benchmark"  # load above every benchmarked level: possible DoS
     ABOVE_FORECAST = "above-forecast"  # §5.3: load above what the proactive forecast expected
-    TASK_CAP = "task-cap"  # A8: executors(op) == numTasks(op)
+    TASK_CAP = "task-cap"  # executors(op) == numTasks(op): one task per executor
     POD_LIMIT = "pod-limit"  # a new pod is needed but the pod budget is spent (ours)
 
 
@@ -132,7 +132,7 @@ def executors_of(layout: Layout, component: str) -> int:
 def apply(layout: Layout, action: Provision | Release) -> Layout:
     """The layout after one action; ``ValueError`` when it breaks the hierarchy's rules.
 
-    Rules: an executor needs a worker in its pod; at most one worker per pod (R-process, S4); a new
+    Rules: an executor needs a worker in its pod; at most one worker per pod; a new
     pod is the next ordinal; only the last pod is removed, and only when it is empty.
     """
     pods = list(layout)

@@ -1,8 +1,8 @@
-"""What the planner sees of a running topology over one monitoring window T (seed 004 §2.2, §4).
+"""What the planner sees of a running topology over one monitoring window T (multi-level elasticity §2.2, §4).
 
 Time is an argument: a window is ``[window_start, window_end)`` and ``now = window_end``. Rates and
 health come from counter deltas (:mod:`.signals`, :mod:`.health`); CPU and memory are fractions of
-the pod's limits (spec §10: usage / limit, working set / limit).
+the pod's limits (usage / limit, working set / limit).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 class PodObservation:
     """A pod over the last window: ``totalCPU_T`` and ``totalMem_T`` as fractions of its limits.
 
-    ``executors`` are the executors counted against ``vCPU`` (A4); the caller may leave out
+    ``executors`` are the executors counted against ``vCPU``; the caller may leave out
     components with negligible traffic (e.g. DDoS's analyzer, 1 tuple/min).
     """
 
@@ -43,7 +43,7 @@ class Observation:
     """One monitoring window.
 
     ``load`` is the measured input rate ``L`` (tuples/s; ``None`` if not measured). ``reset``: a
-    counter went backwards (a worker restarted, TV11), so the window is discarded. ``ready_since``:
+    counter went backwards (a worker restarted), so the window is discarded. ``ready_since``:
     since when every provisioned container runs (a new pod's supervisor is registered); ``None``
     while one is still starting.
     """
@@ -58,7 +58,7 @@ class Observation:
 
 
 def is_fresh(observation: Observation, stale_before: float) -> bool:
-    """A5: decide only on a window that starts after the last action and after every container runs."""
+    """Decide only on a window that starts after the last action and after every container runs."""
     ready = observation.ready_since
     return (
         not observation.reset and ready is not None and observation.window_start >= max(stale_before, ready)

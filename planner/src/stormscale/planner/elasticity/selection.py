@@ -1,4 +1,4 @@
-"""Node selection and operator scale-out (seed 004 Algorithm 2; spec §4.3, A3, A4, A8, A9, TV3, TV4).
+"""Node selection and operator scale-out (the multi-level elasticity paper's Algorithm 2).
 
 Algorithm 2 as written (``Selection.LITERAL``)::
 
@@ -7,17 +7,17 @@ Algorithm 2 as written (``Selection.LITERAL``)::
     else:                  deployOptimalContainer(node)                         # listing's "retNode": typo
 
 It tests only the least-CPU node, so a memory-overloaded least-CPU node means a new pod even when
-another node is fine (TV3). The prose asks for "the least loaded node with sufficient resources";
-``Selection.RECOMMENDED`` (A3, A4) filters first::
+another node is fine. The prose asks for "the least loaded node with sufficient resources";
+``Selection.RECOMMENDED`` (our reading of that prose) filters first::
 
     eligible = {n : totalCPU(n) ≤ θ_cpu ∧ totalMem(n) ≤ θ_mem ∧ executors(n) < vCPU(n)}
     node     = argmin_{n ∈ eligible} totalCPU(n)        (ties: oldest pod, lowest ordinal)
     eligible = ∅ ⇒ a new pod
 
 Storm's ``deployOptimalContainer`` (§4): a new executor with one task in the pod's existing worker;
-a second worker on a pod is never deployed (R-process, S4). A pod without a worker (not reachable
+a second worker on a pod is never deployed. A pod without a worker (not reachable
 under these rules) gets the hierarchy: worker + executor. ``executors(op) = numTasks(op)`` refuses
-with a task-cap alert (A8). A pod budget (``max_pods``) is ours: the paper's cloud has no limit.
+with a task-cap alert. A pod budget (``max_pods``) is ours: the paper's cloud has no limit.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from stormscale.planner.elasticity.observation import OperatorObservation, PodOb
 
 
 class Selection(StrEnum):
-    """Which reading of Algorithm 2's node choice (A3)."""
+    """Which reading of Algorithm 2's node choice."""
 
     LITERAL = "literal"
     RECOMMENDED = "recommended"
@@ -55,14 +55,14 @@ def select_pod_literal(
 
 
 def is_eligible(pod: PodObservation, thresholds: Thresholds = PAPER_THRESHOLDS) -> bool:
-    """``cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU`` (A3, A4)."""
+    """``cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU`` (the recommended reading)."""
     return not is_overloaded(pod.cpu, pod.mem, thresholds) and pod.executors < pod.vcpus
 
 
 def select_pod_recommended(
     pods: Sequence[PodObservation], thresholds: Thresholds = PAPER_THRESHOLDS
 ) -> int | None:
-    """A3: the least-CPU eligible pod (ties: oldest), ``None`` (a new pod) when none is eligible."""
+    """The least-CPU eligible pod (ties: oldest), ``None`` (a new pod) when none is eligible."""
     eligible = [p for p in pods if is_eligible(p, thresholds)]
     return min(eligible, key=lambda p: (p.cpu, p.pod)).pod if eligible else None
 
@@ -114,7 +114,7 @@ def first_congested(
     """Algorithm 1's ``find i ∈ sortedInstances``: the congested operator closest to the sources.
 
     Sorted by ``dist`` (upstream bottlenecks starve the downstream, §3.1), ties by lowest health
-    (A9), then component id. Health is per operator (A7: Storm has no per-destination emitted count).
+    (ours), then component id. Health is per operator (Storm has no per-destination emitted count).
     """
     congested = [o for o in operators if is_congested(o.health, min_health)]
     if not congested:

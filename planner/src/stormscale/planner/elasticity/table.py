@@ -1,9 +1,9 @@
-"""The configuration table (seed 004 §3.1 step 3, Table 1; spec §4.4, A2, A18).
+"""The configuration table (the multi-level elasticity paper's §3.1 step 3, Table 1).
 
 Benchmarking only ever adds containers, so every configuration it discovers is a prefix of its
 provisioning log: ``C_k = replay(base, log[:steps_k])``. A row holds a workload band::
 
-    C_k supports L  ⇔  lower_k < L ≤ upper_k,   lower_k = upper_{k-1},  lower_0 = 0      (A2: half-open)
+    C_k supports L  ⇔  lower_k < L ≤ upper_k,   lower_k = upper_{k-1},  lower_0 = 0      (half-open)
     lookup(L)       =  min {k : L ≤ upper_k},   none when L > upper_max (beyond the benchmark)
 
 Going up replays the log "in the order used during benchmarking"; going down pops it (LIFO, §3.1).
@@ -67,5 +67,5 @@ def make_table(
 
 
 def lookup(table: ConfigTable, load: float) -> int | None:
-    """``min {k : L ≤ upper_k}``, ``None`` beyond ``upper_max`` (TV6)."""
+    """``min {k : L ≤ upper_k}``, ``None`` beyond ``upper_max``."""
     return next((k for k, row in enumerate(table.rows) if load <= row.upper), None)

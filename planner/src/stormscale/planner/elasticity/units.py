@@ -1,13 +1,13 @@
-"""Seed 004's container level for the units a plan adds or removes, on pods of K slots.
+"""Multi-level elasticity's container level for the units a plan adds or removes, on pods of K slots.
 
 The controller (:mod:`.controller`) replays a benchmarked table. An operator that has its units from a
 budget plan or a sizing instead needs, for each unit a component gains, the cheapest container that
-helps, and for each unit it loses, the last one provisioned (§2.3.4, §3.1; Algorithm 2's node choice,
-spec §4.3, A3, A4, §10)::
+helps, and for each unit it loses, the last one provisioned (§2.3.4, §3.1; Algorithm 2's node choice
+with the eligibility filter of :func:`.selection.select_pod_recommended`)::
 
     a unit added to op (one at a time, in the caller's order):
         pods   = every pod of the layout, its measured CPU plus what this pass added (below)
-        chosen = select_pod(pods)                       A3: cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU,
+        chosen = select_pod(pods)                       if cpu ≤ θ_cpu ∧ mem ≤ θ_mem ∧ executors < vCPU,
                                                         then the least CPU (ties: the oldest pod)
         chosen runs a worker  → EXECUTOR: a new executor in that worker      (deployOptimalContainer, §4)
         chosen runs none      → WORKER:   a new worker in a free slot, with the executor
@@ -17,10 +17,10 @@ spec §4.3, A3, A4, §10)::
         pod (then its last worker) that runs one; a worker goes with its last executor, a pod with its
         last worker, and the pods after it move up one ordinal
 
-A pod of K slots has K units of CPU (one unit = limit / K), so A4's vCPU cap is K executors. The
+A pod of K slots has K units of CPU (one unit = limit / K), so the vCPU cap is K executors. The
 executor goes into the chosen pod's worker that already runs ``op`` (locality), else into its worker
 with the fewest executors (ties: the first). Executors are one task each in the paper; here a unit is
-an executor, and the caller keeps units within the task count (A8).
+an executor, and the caller keeps units within the task count.
 
 Where we choose (the paper is silent):
 
@@ -31,7 +31,7 @@ Where we choose (the paper is silent):
 * **A pod without a measurement** (no CPU series) is not eligible: its headroom is unknown.
 * **Memory is not measured** (``mem = 0``): only CPU decides, against θ_cpu.
 * **The worker level** is reached only for a pod of the layout that runs no worker of the topology
-  (R-process: a second worker in a pod that has one only costs memory, §2.3.3).
+  (a second worker in a pod that has one only costs memory, §2.3.3).
 """
 
 from __future__ import annotations
@@ -175,10 +175,10 @@ def change_units(
 
 
 def _provision(layout: _Layout, component: str, load: float, thresholds: Thresholds) -> None:
-    """One new executor of ``component`` where Algorithm 2 (A3/A4 node choice) puts it."""
+    """One new executor of ``component`` where Algorithm 2 (the eligible least-CPU pod) puts it."""
     pods = [layout.observation(p) for p in range(len(layout.workers))]
     running = _count(layout, component)
-    # the task cap (A8) is the caller's: its units never exceed the task count
+    # the task cap is the caller's: its units never exceed the task count
     operator = OperatorObservation(component, distance=0, health=None, executors=running, tasks=running + 1)
     actions = scale_out(operator, pods, Selection.RECOMMENDED, thresholds)
     share = load / layout.slots

@@ -1,5 +1,5 @@
 """Placement: which executors share a worker slot and a pod.
 
-Seed 001's mappings (DSM, RSM, SAM) and seed 003's bin packing (P-Deployer), all returning a
+Shukla & Simmhan's mappings (DSM, RSM, SAM) and P-Deployer's bin packing, all returning a
 :class:`~stormscale.planner.placement.model.Placement`.
 """

@@ -1,7 +1,7 @@
-"""Seed 003, P-Deployer (Liu & Buyya, IEEE TBD 2017): resource estimation and task mapping, Algorithm 1.
+"""P-Deployer (Liu & Buyya, IEEE TBD 2017): resource estimation and task mapping, Algorithm 1.
 
-Spec: ``shared/reference/seed-003-pdeployer.md`` §5 (the implementation-ready version of §5.4, with the
-resolutions A11–A14 and A18) and §6.2 (the mapping to Storm on Kubernetes).
+The paper's Algorithm 1 (its §5.3) made incremental and deterministic (first maximum wins; weights computed
+once; a task that fits no empty machine is refused), and a machine mapped to a Storm pod on Kubernetes.
 
 Algorithm 1 is a bin-centric First-Fit-Decreasing variant: one machine is open at a time; it keeps
 taking the remaining task of highest priority ``p(τ,m)`` (Eq. 6) that fits, recomputed after every
@@ -9,17 +9,17 @@ placement, and is closed when no remaining task fits. Demands are normalized (``
 ``M̂ = M/W_m``). A task's CPU depends on where its neighbours are (Eq. 3), so a placement also lowers
 the demand of the tasks already packed: Eq. 5's saving ``s(τ,m)``.
 
-**Machine = pod, one slot per pod** (spec §6.2, the paper's "one worker process per worker node").
+**Machine = pod, one slot per pod** (the paper's "one worker process per worker node").
 The model's premise is that collocated tasks talk for free (intra-process queues); in Storm that holds
 inside one worker (JVM), not between two workers of one pod. So every bin is a pod with a single slot
 whose capacity is the pod's (``W_c``, ``W_m``), and tasks are executors (the paper sets "the number of
-tasks … same as the number of executors", §6.1).
+tasks … same as the number of executors").
 
 **Evaluated per operator, incrementally.** All remaining tasks of one operator have the same demands
 given ``φ(m)`` (Assumption 1), so the first of them in the deterministic order is the only one that can
-win (A14: first maximum wins). We evaluate Eq. 6 once per operator instead of once per task, and keep
-Eq. 5's terms per operator, updated for the neighbours of each placed task (spec §5.4's incremental
-variant). The placements are those of §5.4's task loop, in O(n·ops + n·deg) instead of O(n²·k·d).
+win (first maximum wins). We evaluate Eq. 6 once per operator instead of once per task, and keep
+Eq. 5's terms per operator, updated for the neighbours of each placed task (an incremental
+variant). The placements are those of Algorithm 1's task loop, in O(n·ops + n·deg) instead of O(n²·k·d).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from stormscale.planner.sizing.pdeployer import (
 STRATEGY = "pdeployer"
 
 FIT_EPS = 1e-12
-"""Slack of the normalized fit test and of the "first maximum wins" comparison (spec §5.4, A14)."""
+"""Slack of the normalized fit test and of the "first maximum wins" comparison."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class MachineCapacity:
     def from_pod(
         cls, cpu_cores: float, memory_mb: float, cpu_headroom: float = 0.0, jvm_base_mb: float = 0.0
     ) -> MachineCapacity:
-        """A supervisor pod as a machine (spec §6.2, A22)::
+        """A supervisor pod as a machine::
 
         W_c = 100·cores·(1 − h_c);   W_m = memory − JVM_base
 
@@ -69,7 +69,7 @@ class MachineCapacity:
 
 
 class InfeasibleTaskError(ValueError):
-    """A18: a task does not fit an empty machine (``Ĉ_max > 1`` or ``M̂ > 1``), where Algorithm 1 would
+    """A task does not fit an empty machine (``Ĉ_max > 1`` or ``M̂ > 1``), where Algorithm 1 would
     loop forever. The controller raises ``P_op`` (memory) or picks a bigger machine."""
 
     def __init__(self, op: str, c_hat: float, m_hat: float) -> None:
@@ -82,7 +82,7 @@ class InfeasibleTaskError(ValueError):
 
 
 InfeasibleTask = InfeasibleTaskError
-"""The spec's name (§5.4, E4)."""
+"""The short name."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -143,7 +143,7 @@ class Packing:
 
     @property
     def placement(self) -> Placement:
-        """The packing as a :class:`Placement`: one pod per machine, one slot per pod (§6.2); slot
+        """The packing as a :class:`Placement`: one pod per machine, one slot per pod; slot
         CPU and memory normalized by ``W_c`` and ``W_m`` (a slot holds the whole pod)."""
         pods = tuple(
             Pod(
@@ -158,7 +158,7 @@ class Packing:
             for m in self.machines
         )
         note = (
-            f"seed 003 Algorithm 1: one slot per pod, slot = pod = W_c {self.capacity.w_c:g} points, "
+            f"P-Deployer Algorithm 1: one slot per pod, slot = pod = W_c {self.capacity.w_c:g} points, "
             f"W_m {self.capacity.w_m:g} MB; executors = tasks"
         )
         return Placement(strategy=STRATEGY, pods=pods, notes=(note,))
@@ -173,7 +173,7 @@ def saving(
 
     normalized by ``W_c``. Returns ``(own, others)``: ``own = (C_τ,max − C_τ)/W_c`` and ``others`` the
     sum, the drop of each packed task's demand when ``τ``'s operator entry of its ``Adj`` grows by one
-    (A12: ``C_τ`` is the demand given ``φ(m)``). Closed form (spec §5.2):
+    (``C_τ`` is the demand given ``φ(m)``). Closed form:
     ``Σ_{τk∈φ(m), adjacent} w(τ,τk)·(c_t^{op(τ)} + c_t^{op(τk)}) / W_c``.
     """
     task = demands[op]
@@ -193,7 +193,7 @@ def priority(
     s: float, c_hat: float, m_hat: float, r_cpu: float, r_mem: float, *, a_r: float, a_c: float, a_m: float
 ) -> float:
     """Eq. (6): ``p(τ,m) = a_r·s(τ,m) − a_c·(C_τ − r_m^cpu)² − a_m·(M_τ − r_m^mem)²`` (all normalized;
-    ``r_m`` is the remaining capacity before placing ``τ``, A12)."""
+    ``r_m`` is the remaining capacity before placing ``τ``)."""
     return a_r * s - a_c * (c_hat - r_cpu) ** 2 - a_m * (m_hat - r_mem) ** 2
 
 
@@ -210,8 +210,8 @@ def machine_usage(demands: Mapping[str, TaskDemand], placed: Mapping[str, int]) 
 @dataclass
 class _OpenMachine:
     """The machine being filled: tasks per operator, ``Σ Ĉ`` and ``Σ M̂`` (Algorithm 1 line 13), and
-    for every operator ``own = Ĉ_max − Ĉ_τ`` and ``sav`` of Eq. 5 given ``φ(m)`` (spec §5.4's
-    incremental variant)."""
+    for every operator ``own = Ĉ_max − Ĉ_τ`` and ``sav`` of Eq. 5 given ``φ(m)`` (kept
+    incrementally)."""
 
     n_ops: int
     placed: dict[str, int] = field(default_factory=dict)
@@ -241,10 +241,10 @@ def _pair_savings(demands: Sequence[TaskDemand], w_c: float) -> list[list[tuple[
 
 
 def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 1.0) -> Packing:
-    """Algorithm 1 as spec §5.4 implements it.
+    """Algorithm 1, incremental and deterministic.
 
     Tasks are ``P_op`` per demand, in the order given (``task_demands`` gives topological order, ties by
-    name), then by index (A14). Weights, computed once (A13)::
+    name), then by index. Weights, computed once::
 
         a_c = (1/n)·Σ_k Ĉ_τk,max        a_m = (1/n)·Σ_k M̂_τk
 
@@ -253,16 +253,16 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
         Ĉ_τ = Ĉ_τ,max − own_τ;   s(τ,m) = own_τ + sav_τ
         p(τ,m) = a_r·s − a_c·(Ĉ_τ − (1 − used_c))² − a_m·(M̂_τ − (1 − used_m))²
 
-    kept incrementally (spec §5.4's variant: placing ``τ*`` updates only its neighbours, with the
+    kept incrementally (placing ``τ*`` updates only its neighbours, with the
     closed form of Eq. 5, which Eq. 3's linearity in ``Adj`` makes exact; :func:`saving` is Eq. 5 as
     printed, and the tests hold one against the other). Fit test with exact accounting of the
-    neighbours' savings (A11)::
+    neighbours' savings::
 
         used_c − sav_τ + Ĉ_τ ≤ 1 + 1e-12   and   used_m + M̂_τ ≤ 1 + 1e-12
 
-    The remaining task of largest ``p`` is placed, the first in order among maxima within 1e-12 (A14);
+    The remaining task of largest ``p`` is placed, the first in order among maxima within 1e-12;
     the machine closes when none fits. Raises :class:`InfeasibleTaskError` when a task cannot fit an
-    empty machine (A18).
+    empty machine.
     """
     by_op = {d.op: d for d in demands}
     if len(by_op) != len(demands):
@@ -271,7 +271,7 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
     c_max = [d.cpu_max / w_c for d in demands]
     m_hat = [d.memory / w_m for d in demands]
     for k, d in enumerate(demands):
-        if c_max[k] > 1.0 or m_hat[k] > 1.0:  # §5.4's pre-check, literal
+        if c_max[k] > 1.0 or m_hat[k] > 1.0:  # Algorithm 1's pre-check, literal
             raise InfeasibleTaskError(d.op, c_max[k], m_hat[k])
     n = sum(d.parallelism for d in demands)
     a_c = math.fsum(c_max[k] for k, d in enumerate(demands) for _ in range(d.parallelism)) / n if n else 0.0
@@ -319,7 +319,7 @@ def pack(demands: Sequence[TaskDemand], capacity: MachineCapacity, a_r: float = 
 
 @dataclass(frozen=True)
 class DeploymentPlan:
-    """One P-Deployer plan (§2, Plan): ``{P_op}``, the task demands, and the packing (``n_m``, the map)."""
+    """One P-Deployer plan: ``{P_op}``, the task demands, and the packing (``n_m``, the map)."""
 
     parallelism: Mapping[str, int]
     demands: tuple[TaskDemand, ...]
@@ -340,7 +340,7 @@ def plan_deployment(
     params: ParallelizationParams | None = None,
     a_r: float = 1.0,
 ) -> DeploymentPlan:
-    """The Deployment Planner's steps (2)–(3): parallelize (§4), then estimate and map (Algorithm 1).
+    """The Deployment Planner's steps (2)–(3): parallelize, then estimate and map (Algorithm 1).
 
     ``graph`` carries the stream loads at the target (see ``scale_to_target``).
     """

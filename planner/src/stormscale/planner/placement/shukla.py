@@ -1,4 +1,4 @@
-"""Seed 001 (Shukla & Simmhan): resource acquisition and the mappings DSM, RSM and SAM (spec §4).
+"""Shukla & Simmhan: resource acquisition and the mappings DSM, RSM and SAM.
 
 A VM of the paper is a pod here, and a resource slot is a Storm worker slot (1 core, one slot's
 memory; capacities are 1.00 CPU and 1.00 memory per slot, ``p_j`` of each per VM). A mapping
@@ -8,7 +8,7 @@ executors per component and slot say everything the paper's ℳ says). Pods are 
 counts ``p_j`` in list order v_1, v_2, …; slots are VM-major: s_1^1, s_1^2, s_2^1, …
 
 Tasks are swept in the allocation's order, which is TasksTopoOrder(𝒢) (the allocators keep it).
-A task allocated τ_i = 0 threads (ω_i = 0) still gets one executor, with no demand (spec §3.4).
+A task allocated τ_i = 0 threads (ω_i = 0) still gets one executor, with no demand.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class MappingError(Exception):
 
 
 class Acquisition(StrEnum):
-    """How the remainder below one largest VM is covered (A16)."""
+    """How the remainder below one largest VM is covered."""
 
     SMALLEST_COVER = "smallest-cover"
     """§7.1: the smallest VM with at least the remaining slots (fewer VMs; may waste slots)."""
@@ -45,17 +45,17 @@ class Acquisition(StrEnum):
 
 
 DEFAULT_POD_SIZES = (4, 2, 1)
-"""The paper's experiments: D3 = 4, D2 = 2, D1 = 1 slots (sizes are 2^(i−1), A16)."""
+"""The paper's experiments: D3 = 4, D2 = 2, D1 = 1 slots (sizes are 2^(i−1))."""
 
 
 def acquire_pods(
     slots: int, sizes: Sequence[int] = DEFAULT_POD_SIZES, rule: Acquisition = Acquisition.SMALLEST_COVER
 ) -> tuple[int, ...]:
-    """Pods (slot counts p_j) for ρ slots (§4.1)::
+    """Pods (slot counts p_j) for ρ slots (§7.1, §8.2)::
 
         n = ⌊ρ / p̂⌋ pods of the largest size p̂,  then the remainder r = ρ − n·p̂ by ``rule``
 
-    The paper's waste bound "2^(p̂−1) − 1" is garbled (A16); for power-of-two sizes it is p̂/2 − 1.
+    The paper's waste bound "2^(p̂−1) − 1" is garbled; for power-of-two sizes it is p̂/2 − 1.
     """
     ordered = sorted(set(sizes), reverse=True)
     if not ordered or ordered[-1] < 1:
@@ -116,10 +116,10 @@ def _average(task: TaskAllocation) -> tuple[float, float]:
 
 
 def round_robin(threads: Sequence[tuple[str, int]], pods: Sequence[int]) -> list[list[dict[str, int]]]:
-    """MapDSM(R, S): thread k (0-based, task by task) → S'[k mod |S|], slots VM-major (§4.2).
+    """MapDSM(R, S): thread k (0-based, task by task) → S'[k mod |S|], slots VM-major (§7.2).
 
     The pseudocode starts at ``n = 1``, which would skip the first slot; the paper's own example
-    (Fig. 4) starts at s_1^1, so we count from 0 (A10).
+    (Fig. 4) starts at s_1^1, so we count from 0.
     """
     state = _empty(pods)
     slots = [s for pod in state for s in pod]
@@ -160,7 +160,7 @@ def map_dsm(allocation: Allocation, pods: Sequence[int]) -> Placement:
 
 
 class RsmDemand(StrEnum):
-    """The per-thread demand ⟨c̄_i, m̄_i⟩ RSM packs with (A7)."""
+    """The per-thread demand ⟨c̄_i, m̄_i⟩ RSM packs with."""
 
     SINGLE_THREAD = "single-thread"
     """Paper-literal: 𝒞_i(1), ℳ_i(1), one thread's use at its peak rate."""
@@ -170,7 +170,7 @@ class RsmDemand(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RsmWeights:
-    """w_M, w_C, w_N of RSM's distance and NWDist to another VM (one rack: 0.5; A8)."""
+    """w_M, w_C, w_N of RSM's distance and NWDist to another VM (one rack: 0.5)."""
 
     memory: float = 1.0
     cpu: float = 1.0
@@ -181,7 +181,7 @@ class RsmWeights:
 def rsm_distance(
     free: tuple[float, float], demand: tuple[float, float], nw_dist: float, weights: RsmWeights
 ) -> float:
-    """Distance of a thread ⟨c̄_i, m̄_i⟩ (``demand``) to VM v_j with ⟨C_j, M_j⟩ free, as printed (A8)::
+    """Distance of a thread ⟨c̄_i, m̄_i⟩ (``demand``) to VM v_j with ⟨C_j, M_j⟩ free, as printed::
 
     d = w_M · (M_j − m̄_i)² + w_C · (C_j − c̄_i)² + w_N · NWDist(v̂, v_j)
 
@@ -211,14 +211,14 @@ def map_rsm(
     demand: RsmDemand | None = None,
     weights: RsmWeights = RsmWeights(),
 ) -> Placement:
-    """R-Storm Mapping (Algorithm 5, §4.3): one thread per task per sweep, in topological order.
+    """R-Storm Mapping (Algorithm 5, §7.3): one thread per task per sweep, in topological order.
 
     For each thread, VMs are sorted by :func:`rsm_distance` (stable, then VM index) from the last VM
     used v̂ (initially v_1); the first VM with ``C_j ≥ c̄_i`` (CPU of the **VM**) and a slot with
-    ``M_j^l ≥ m̄_i`` (memory of the **slot**) takes it, in its first such slot (A9). CPU is checked per
+    ``M_j^l ≥ m̄_i`` (memory of the **slot**) takes it, in its first such slot. CPU is checked per
     VM on purpose ("the CPU% available across slots is assumed to be usable by any thread placed in
     that VM" [P §7.3]), so one slot may hold more than 1.00 CPU. ``demand`` defaults to the
-    allocation's average for MBA and to the single-thread values for LSA (A7).
+    allocation's average for MBA and to the single-thread values for LSA.
     ``MappingError`` when no VM fits.
     """
     mba = allocation.allocator is Allocator.MBA
@@ -274,7 +274,7 @@ class _RsmVms:
 
 
 class SamBundles(StrEnum):
-    """What SAM counts as a full bundle (A3)."""
+    """What SAM counts as a full bundle."""
 
     ALLOCATION = "allocation"
     """Default: exactly MBA's n_full_i bundles of τ̂_i threads, then one partial bundle (τ'_i, c'_i, m'_i)."""
@@ -296,14 +296,14 @@ class _SamTask:
 def map_sam(
     allocation: Allocation, pods: Sequence[int], *, bundles: SamBundles = SamBundles.ALLOCATION
 ) -> Placement:
-    """Slot Aware Mapping (Algorithm 6, §4.4): whole slots to full bundles, best fit for partial ones.
+    """Slot Aware Mapping (Algorithm 6, §7.4): whole slots to full bundles, best fit for partial ones.
 
     Per sweep over the tasks in topological order, a task with a full bundle left puts τ̂_i threads
     on GetNextFullSlot (charged 1.00 CPU and 1.00 memory: the slot is closed); otherwise its remaining
     threads go, as one partial bundle demanding (c_i, m_i), to GetBestFitSlot. No slot ever exceeds
     1.00 CPU or 1.00 memory. ``MappingError`` when no slot fits.
 
-    Departure (A3, the spec's main correction): by default the full bundles are MBA's n_full_i, not
+    Departure (our main correction of the paper): by default the full bundles are MBA's n_full_i, not
     the literal ``τ_i ≥ τ̂_i`` (with τ̂_i = 1 the literal test gives every residual thread a whole
     slot; ``bundles=SamBundles.LITERAL`` keeps it). In literal mode a partial demand left negative by
     the 1.00 decrements is clamped at 0.
@@ -355,7 +355,7 @@ def _sam_task(t: TaskAllocation) -> _SamTask:
 
 
 def _next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[int, int] | None:
-    """GetNextFullSlot: the first empty slot in the last mapped VM, else in the next VMs (wrapping; A5)."""
+    """GetNextFullSlot: the first empty slot in the last mapped VM, else in the next VMs (wrapping)."""
     n = len(state)
     for j in itertools.chain(range(last, n), range(last)):
         for k, s in enumerate(state[j]):
@@ -367,7 +367,7 @@ def _next_full_slot(state: Sequence[Sequence[_SlotState]], last: int) -> tuple[i
 def _best_fit_slot(
     state: Sequence[Sequence[_SlotState]], cpu: float, memory: float
 ) -> tuple[int, int] | None:
-    """GetBestFitSlot: the slot with the least ``C_j^l + M_j^l`` still ≥ (c, m); ties by VM, then slot (A6).
+    """GetBestFitSlot: the slot with the least ``C_j^l + M_j^l`` still ≥ (c, m); ties by VM, then slot.
 
     C_j^l = 1 − CPU charged, M_j^l = 1 − memory charged; empty slots (2.0) come last; slots closed by
     a full bundle are not candidates.
@@ -386,7 +386,7 @@ def _best_fit_slot(
 
 
 # --------------------------------------------------------------------------------------------------
-# Mapping failure handling (§4.5)
+# Mapping failure handling (§8.4)
 
 Mapper = Callable[[Allocation, Sequence[int]], Placement]
 

@@ -2,9 +2,9 @@
 
 The profile is read through :mod:`~stormscale.planner.sizing.adapters`' mapping::
 
-    dsm, rsm, sam  seed 001: LSA or MBA's allocation at Ω (MBA unless the plan was sized with LSA),
-                   pods of K slots acquired for ρ, one more slot at a time until the mapping fits (§4.5)
-    pdeployer      seed 003: §4 parallelization and Algorithm 1, a pod per machine, only with K = 1
+    dsm, rsm, sam  Shukla & Simmhan: LSA or MBA's allocation at Ω (MBA unless the plan was sized with LSA),
+                   pods of K slots acquired for ρ, one more slot at a time until the mapping fits (§8.4)
+    pdeployer      P-Deployer: §4 parallelization and Algorithm 1, a pod per machine, only with K = 1
 
 SAM maps MBA's full and partial bundles; it refuses an LSA allocation (LSA has no bundles).
 """
@@ -37,7 +37,7 @@ from stormscale.planner.sizing.strategies import (
 
 
 class PlacementStrategy(StrEnum):
-    """Where executors go: seed 001's three mappings and seed 003's bin packing."""
+    """Where executors go: Shukla & Simmhan's three mappings and P-Deployer's bin packing."""
 
     DSM = "dsm"
     RSM = "rsm"
@@ -54,7 +54,7 @@ MAPPERS: dict[PlacementStrategy, Mapper] = {
 
 @dataclass(frozen=True)
 class PlacementResult:
-    """A placement, the slots its sizing asked for, and the extra slots the mapping needed (§4.5)."""
+    """A placement, the slots its sizing asked for, and the extra slots the mapping needed (§8.4)."""
 
     strategy: PlacementStrategy
     placement: Placement

@@ -1,27 +1,27 @@
 """Placing the executors a topology runs: units per component in, a placement out.
 
 :func:`~stormscale.planner.placement.strategies.place` sizes for a target rate and then maps, as the
-seeds do. An operator has its units already (a budget plan, or a sizing) and must place exactly
+papers do. An operator has its units already (a budget plan, or a sizing) and must place exactly
 those, as Storm will run them. The mappings' inputs are therefore built from the units and the flow
 at them, under the backpressure model (what Storm 2 does)::
 
     ω_v = the rate v processes at the units (a spout: what it emits)
     u_v = ω_v / capacity_v(n_v)       the busy fraction of v's busiest executor (≤ 1)
 
-**SAM, DSM, RSM (seed 001).** Storm's shuffle grouping gives every executor its share of the input
-by task, not MBA's full bundles at ω̂ plus one residual: the error source seed 001 names (§8.5,
+**SAM, DSM, RSM (Shukla & Simmhan).** Storm's shuffle grouping gives every executor its share of the input
+by task, not MBA's full bundles at ω̂ plus one residual: the error source Shukla & Simmhan name (§8.5,
 ``Routing.SHUFFLE``). So each executor is a task of its own in the allocation, allocated by MBA
 (:func:`~stormscale.planner.sizing.mba.mba_task`, the stated mapping's one-point model) at rate
 ``u_v · c_v``: a saturated executor is a full bundle (a whole slot, closed), any other a partial
 bundle of one thread charged ``u_v`` CPU and ``u_v · m_v`` memory, placed best fit; a spout executor
 takes a slot's CPU (the stated mapping). Every executor of v is charged its busiest executor's
 ``u_v``, so whichever of them the scheduler puts where, no slot holds more than it was charged. The
-mapping is the planner's own (``map_sam`` …), retried on ρ + 1 slots until it fits (§4.5); the
+mapping is the planner's own (``map_sam`` …), retried on ρ + 1 slots until it fits (§8.4); the
 executors are then counted per component and slot.
 
-**P-Deployer (seed 003).** The operator graph at the flow (:func:`~.sizing.adapters.flow_graph`), the
-task demands of Eqs. 3–4 with ``P_op = n_v`` (the units, not §4's parallelization), and Algorithm 1
-(:func:`~.pdeployer.pack`) unchanged; a machine is a pod of one slot (§6.2).
+**P-Deployer.** The operator graph at the flow (:func:`~.sizing.adapters.flow_graph`), the
+task demands of Eqs. 3–4 with ``P_op = n_v`` (the units, not its parallelization), and Algorithm 1
+(:func:`~.pdeployer.pack`) unchanged; a machine is a pod of one slot.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sizing for a target rate: how many units each component needs to sustain an input rate Ω.
 
-Seed 001 (Shukla & Simmhan): the per-task performance model, LSA and MBA; seed 003 (P-Deployer):
+Shukla & Simmhan: the per-task performance model, LSA and MBA; P-Deployer:
 the resource consumption model and operator parallelization; and our exact minimum under the
 profile model.
 """

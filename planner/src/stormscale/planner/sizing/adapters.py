@@ -1,8 +1,8 @@
-"""One stated mapping from our profile to the inputs of seeds 001 and 003 (never tuned to vectors).
+"""One stated mapping from our profile to the inputs of Shukla & Simmhan and P-Deployer (not tuned to tests).
 
 Our profile gives, per bolt, ``capacityPerUnit`` c_v (tuples/s one unit processes), ``selectivity``
 and ``fractions``, and, optionally, ``memoryPerUnit`` m_v (the memory one saturated unit holds, as
-a fraction of a slot; 0 when absent). The seeds need more; we read our profile as follows.
+a fraction of a slot; 0 when absent). The papers need more; we read our profile as follows.
 
 **A unit is CPU-bound.** One unit is one thread alone on one slot: it saturates at c_v tuples/s
 with 100 % of the slot's CPU, and a second thread on the same slot adds nothing (one slot = one
@@ -18,13 +18,13 @@ uncapped demand scaled by k, so every strategy sizes the same arrivals::
 **Spouts keep their units** (as in the exact minimum) and each spout unit takes one slot's CPU
 and m_s of its memory.
 
-Seed 001 (Shukla), per bolt (``performance_model``)::
+Shukla & Simmhan, per bolt (``performance_model``)::
 
     𝒫_v = { τ = 1 ↦ ⟨ω = c_v, c = 1.00, m = m_v⟩ }     (so ω̄_v = ω̂_v = c_v and τ̂_v = 1)
     ω_v = D_v(Ω)                                       (replaces GetRate: several spouts and
-                                                        externalInput are the profile's, A26 is not)
+                                                        externalInput are the profile's)
 
-Seed 003 (P-Deployer), per operator (``task_profile``), with a machine of one slot
+P-Deployer, per operator (``task_profile``), with a machine of one slot
 (W_c = 100 points, W_m = 1.0 slot of memory; β = 1.0)::
 
     c_p = 100 / c_v,   c_t = 0,   t_soj = 0,   m_pt = m_v / (c_v · (1 + σ_v)),  σ_v = selectivity_v · Σ f_v
@@ -96,7 +96,7 @@ def target_rates(topology: Topology, target_rate: float) -> TargetRates:
 
 
 # --------------------------------------------------------------------------------------------------
-# Seed 001
+# Shukla & Simmhan
 
 
 def performance_model(component: Component) -> PerformanceModel:
@@ -132,7 +132,7 @@ def shukla_allocation(topology: Topology, rates: TargetRates, allocator: Allocat
 
 
 # --------------------------------------------------------------------------------------------------
-# Seed 003
+# P-Deployer
 
 
 def output_share(component: Component) -> float:

@@ -24,7 +24,7 @@ are the fewest that hold the units (any slot takes any unit); with one component
 isolation a unit's CPU measurement needs), ``Σ_v ⌈n_v* / slots_per_pod⌉``.
 
 When slots may be shared (several partly loaded executors of different components in one worker,
-as seed 001's mappings do), no placement can use fewer slots than the CPU the target needs::
+as Shukla & Simmhan's mappings do), no placement can use fewer slots than the CPU the target needs::
 
     S_min = ⌈Σ_bolts D_v / c_v + Σ_spouts n_s⌉          (a spout unit takes one slot's CPU)
 

@@ -1,8 +1,8 @@
-"""Seed 001, Algorithm 2: Linear Scaling Allocation (LSA), the paper's baseline (spec §3.2).
+"""Shukla & Simmhan, Algorithm 2: Linear Scaling Allocation (LSA), the paper's baseline.
 
 LSA assumes a task's rate grows linearly with its threads: every thread sustains ω̄_i = ℐ_i(1) and
 costs c̄_i = 𝒞_i(1), m̄_i = ℳ_i(1), whatever else shares its slot. The paper calls it both "Linear
-Scaling Allocation" (§6.1) and "Linear Storm Allocation" (§8.2) (A17).
+Scaling Allocation" (§6.1) and "Linear Storm Allocation" (§8.2).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from stormscale.planner.sizing.performance import (
 
 
 def lsa_task(task: str, model: PerformanceModel, omega: float) -> TaskAllocation:
-    """Algorithm 2 for one task at input rate ω_i, its loop in closed form (spec §3.2)::
+    """Algorithm 2 for one task at input rate ω_i, its loop in closed form::
 
         k = ⌊ω_i / ω̄_i⌋ whole threads            (the while loop: τ += 1, ω −= ω̄, c += c̄, m += m̄)
         r = ω_i − k · ω̄_i > 0  ⇒  one more thread charged c̄ · r/ω̄, m̄ · r/ω̄
@@ -60,6 +60,6 @@ def allocate_lsa(
     """AllocateLSA(𝒢, Ω): ⟨τ_i, c_i, m_i⟩ for every task with ω_i = GetRate(𝒢, t_i, Ω).
 
     ``fixed`` maps the source and sink to their (CPU, memory): one thread each, mapped but not part
-    of ρ (A15). ρ is ``max(⌈Σ c_i⌉, ⌈Σ m_i⌉)`` (A14: the paper only says "rounded up").
+    of ρ. ρ is ``max(⌈Σ c_i⌉, ⌈Σ m_i⌉)`` (the paper only says "rounded up").
     """
     return allocate_each(Allocator.LSA, graph, omega, models, fixed=fixed or {}, size=lsa_task)

@@ -1,4 +1,4 @@
-"""Seed 001, Algorithm 3: Model Based Allocation (MBA) (spec §3.3).
+"""Shukla & Simmhan, Algorithm 3: Model Based Allocation (MBA).
 
 MBA fills whole slots first: a **full bundle** of τ̂_i threads sustains the best single-slot rate
 ω̂_i and is charged the whole slot (1.00 CPU, 1.00 memory), because "that particular task cannot make
@@ -31,7 +31,7 @@ def residual_bundle(model: PerformanceModel, omega: float, *, interpolate: bool 
         τ'_i > 1:  c'_i = 𝒞_i(τ'_i),           m'_i = ℳ_i(τ'_i)             (model value, NOT scaled by rate)
         τ'_i = 1:  c'_i = 𝒞_i(1) · ω/ℐ_i(1),   m'_i = ℳ_i(1) · ω/ℐ_i(1)     (one thread: scaled down)
 
-    The unscaled charge for τ'_i > 1 over-estimates on purpose (spec §3.4); we keep it.
+    The unscaled charge for τ'_i > 1 over-estimates on purpose; we keep it.
     """
     threads = model.threads_for(omega, interpolate=interpolate)
     if threads > 1:
@@ -43,14 +43,14 @@ def residual_bundle(model: PerformanceModel, omega: float, *, interpolate: bool 
 def mba_task(
     task: str, model: PerformanceModel, omega: float, *, interpolate: bool = False
 ) -> TaskAllocation:
-    """Algorithm 3 for one task at input rate ω_i (spec §3.3)::
+    """Algorithm 3 for one task at input rate ω_i::
 
         while ω_i ≥ ω̂_i:  τ_i += τ̂_i;  ω_i −= ω̂_i;  c_i += 1.00;  m_i += 1.00     (n_full_i times)
         if ω_i > 0:       add the partial bundle (τ'_i, c'_i, m'_i)               (residual_bundle)
 
     n_full_i is ``⌊ω_i/ω̂_i + 1e-9⌋`` rather than repeated subtraction (no float drift); an exact
     multiple of ω̂_i leaves no residual (the loop's ``≥``). ``interpolate`` selects the integer-
-    interpolated 𝒯_i for the residual (A12); the default is the measured grid.
+    interpolated 𝒯_i for the residual; the default is the measured grid.
     """
     hat_omega, hat_tau = model.peak_rate, model.peak_threads
     full = math.floor(omega / hat_omega + EPS) if omega > 0 else 0
@@ -81,7 +81,7 @@ def allocate_mba(
 ) -> Allocation:
     """AllocateMBA(𝒢, Ω): ⟨τ_i, c_i, m_i⟩ per task and ρ = max(⌈Σ c_i⌉, ⌈Σ m_i⌉).
 
-    ``fixed`` maps the source and sink to their (CPU, memory), mapped but not part of ρ (A15).
+    ``fixed`` maps the source and sink to their (CPU, memory), mapped but not part of ρ.
     """
     size = partial(mba_task, interpolate=interpolate)
     return allocate_each(Allocator.MBA, graph, omega, models, fixed=fixed or {}, size=size)

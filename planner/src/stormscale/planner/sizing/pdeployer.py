@@ -1,8 +1,8 @@
-"""Seed 003, P-Deployer (Liu & Buyya, IEEE TBD 2017): the resource consumption model and operator
+"""P-Deployer (Liu & Buyya, IEEE TBD 2017): the resource consumption model and operator
 parallelization.
 
-Spec: ``shared/reference/seed-003-pdeployer.md`` (§3, §4, §10; the MAPE loop's decisions of §2 and §3.4).
-Units (spec, inferred from the paper's point system): CPU in points (one core = 100), memory in MB,
+The paper's model and parallelization, and the pure decisions of its MAPE loop.
+Units (inferred from the paper's point system): CPU in points (one core = 100), memory in MB,
 streams in tuples/s, time in s. Symbols are the paper's (Tables 1–3):
 
 * ``c_p``, ``c_t``, ``m_pt``, ``t_soj``: a task's unit costs (every task of an operator shares them);
@@ -10,15 +10,15 @@ streams in tuples/s, time in s. Symbols are the paper's (Tables 1–3):
 * ``P_op``: parallelism degree; ``α``, ``β``: the I/O and memory caps of one task (Table 4: 0.1, 512 MB);
 * ``Adj_k`` / ``Adj'_k``: tasks of the upstream ``op_k`` / downstream ``op'_k`` collocated with ``τ_i``.
 
-Resolutions of the spec we follow (§10): A1 (Eq. 3's processing term is ``S_k/P_op·c_p`` and the
-missing "+" restored), A2 (upstream is ``op_k``, downstream ``op'_k``), A3 (``m_opt`` is ``m_pt``), A4
-(``c_t`` in points, the I/O cap is ``100·α`` points), A5 (the unified max-of-four rule, with an optional
-per-operator class), A6 (``S_op`` is input-only by default, ``LoadBasis.INPUT_AND_OUTPUT`` on request),
-A7 (a spout's external ingress is an input that pays ``c_p`` and is always remote), A8 (loads scaled to
-the target with constant selectivity), A9 (profiles grow monotonically; bottleneck inflation ``γ``),
-A10/A24 (target met ⇔ ``thr ≥ T·(1−tol)`` and latency ≤ ``L``), A14 (``ceil_eps``), A19 (CPU bound on
-``c_p`` only, ``cpu_bound_includes_ct`` on request), A20 (budget checked before executing, at most 10
-iterations).
+How we read the paper where it is ambiguous or garbled: Eq. 3's processing term is ``S_k/P_op·c_p``
+and its missing "+" restored; upstream is ``op_k``, downstream ``op'_k``; ``m_opt`` is ``m_pt``;
+``c_t`` is in points, the I/O cap is ``100·α`` points; the unified max-of-four rule, with an optional
+per-operator class; ``S_op`` is input-only by default, ``LoadBasis.INPUT_AND_OUTPUT`` on request; a
+spout's external ingress is an input that pays ``c_p`` and is always remote; loads are scaled to the
+target with constant selectivity; profiles grow monotonically, with bottleneck inflation ``γ``; the
+target is met ⇔ ``thr ≥ T·(1−tol)`` and latency ≤ ``L``; ceilings forgive float drift (``ceil_eps``);
+the CPU bound is on ``c_p`` only, ``cpu_bound_includes_ct`` on request; the budget is checked before
+executing, at most 10 iterations.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from functools import cached_property
 from stormscale.planner.model import natural_key
 
 POINTS_PER_CORE = 100.0
-"""The paper's point system: one core = 100 points (§3, after Storm's resource-aware scheduler)."""
+"""The paper's point system: one core = 100 points (after Storm's resource-aware scheduler)."""
 
 CEIL_EPS = 1e-9
-"""Float slack of ``ceil_eps`` (spec §4.2, A14): ``300·0.07 = 21.000000000000004`` must give 21."""
+"""Float slack of ``ceil_eps``: ``300·0.07 = 21.000000000000004`` must give 21."""
 
 
 def ceil_eps(x: float) -> int:
@@ -104,7 +104,7 @@ def memory_consumption(profile: TaskProfile, s_in: float, s_out: float) -> float
 
 
 class OpClass(StrEnum):
-    """§4.1's operator classes: the resource that confines a task's throughput."""
+    """The paper's operator classes: the resource that confines a task's throughput."""
 
     CPU = "cpu"
     IO = "io"
@@ -116,9 +116,9 @@ class OpClass(StrEnum):
 class Operator:
     """One operator ``op``: its task profile and, for a spout, its external ingress (tuples/s).
 
-    ``ingress`` is the external input (the Kestrel pull in the paper): spec A7 models it as an input
+    ``ingress`` is the external input (the Kestrel pull in the paper): we model it as an input
     that pays ``c_p`` and is always remote. ``op_class`` restricts parallelization to one of the four
-    formulas (paper-literal mode, spec §4.2); ``None`` uses the unified rule.
+    formulas (paper-literal mode); ``None`` uses the unified rule.
     """
 
     id: str
@@ -184,7 +184,7 @@ class OperatorGraph:
 
     @cached_property
     def order(self) -> tuple[str, ...]:
-        """Topological order, ties by natural id order (spec A14: the deterministic task order)."""
+        """Topological order, ties by natural id order (a deterministic task order)."""
         indegree = {op.id: 0 for op in self.operators}
         for s in self.streams:
             indegree[s.target] += 1
@@ -209,7 +209,7 @@ class OperatorGraph:
         return self._outputs[op]
 
     def stream_load(self, op: str) -> float:
-        """Table 2's ``S_op``: Σ of the incoming streams, plus the external ingress (A7)."""
+        """Table 2's ``S_op``: Σ of the incoming streams, plus the external ingress."""
         return self._by_id[op].ingress + math.fsum(s.rate for s in self.inputs(op))
 
     def output_load(self, op: str) -> float:
@@ -218,12 +218,12 @@ class OperatorGraph:
 
 
 def scale_to_target(graph: OperatorGraph, measured_throughput: float, target: float) -> OperatorGraph:
-    """Stream loads at the target (spec §4.4, A8; the paper is silent), constant selectivity::
+    """Stream loads at the target (the paper is silent), constant selectivity::
 
         S_e^target = S_e^measured · T / thr_measured     for every edge e;   Σ spout ingress = T
 
     The ingress is split over the spouts in proportion to their measured ingress (equally when none
-    was measured); with one spout it is ``T``, as the spec says.
+    was measured); with one spout it is ``T``.
     """
     if not (math.isfinite(measured_throughput) and measured_throughput > 0.0):
         raise ValueError("the measured throughput must be > 0 to scale loads to a target")
@@ -244,12 +244,12 @@ def scale_to_target(graph: OperatorGraph, measured_throughput: float, target: fl
 
 
 # ---------------------------------------------------------------------------------------------------
-# Operator parallelization, §4
+# Operator parallelization
 # ---------------------------------------------------------------------------------------------------
 
 
 class LoadBasis(StrEnum):
-    """Which load the I/O and memory bounds divide (spec A6)."""
+    """Which load the I/O and memory bounds divide."""
 
     INPUT = "input"
     """Paper-literal: ``S_op``, the input load."""
@@ -260,7 +260,7 @@ class LoadBasis(StrEnum):
 @dataclass(frozen=True, slots=True)
 class ParallelizationParams:
     """Table 4's ``α`` (share of a core one I/O-bound task may spend transmitting) and ``β`` (MB one
-    memory-bound task may hold), and the two options of spec A6 and A19."""
+    memory-bound task may hold), and the two options (load basis, CPU bound with ``c_t``)."""
 
     alpha: float = 0.1
     beta: float = 512.0
@@ -274,7 +274,7 @@ class ParallelizationParams:
 
 @dataclass(frozen=True, slots=True)
 class ParallelismBounds:
-    """The four minimal parallelisms of §4.1, one per class (0 when the parameter is 0)."""
+    """The paper's four minimal parallelisms, one per class (0 when the parameter is 0)."""
 
     cpu: int
     io: int
@@ -282,7 +282,7 @@ class ParallelismBounds:
     memory: int
 
     def degree(self, op_class: OpClass | None = None) -> int:
-        """``P_op = max(1, bound)``: the class's bound, or the max of the four (unified rule, A5)."""
+        """``P_op = max(1, bound)``: the class's bound, or the max of the four (unified rule)."""
         by_class = {
             OpClass.CPU: self.cpu,
             OpClass.IO: self.io,
@@ -297,15 +297,15 @@ class ParallelismBounds:
 def parallelism_bounds(
     profile: TaskProfile, s_op: float, s_out: float = 0.0, params: ParallelizationParams | None = None
 ) -> ParallelismBounds:
-    """The four bounds of §4.1 with the unit fix of A4, each a ``ceil_eps`` (A14)::
+    """The paper's four bounds with ``c_t`` in points, each a ``ceil_eps``::
 
         CPU-bound      P = ⌈ S_op·c_p / 100 ⌉              (a task is one thread: ≤ 100 points)
         I/O-bound      P = ⌈ S_op·c_t / (100·α) ⌉          (paper: ⌈S_op / (α/c_t)⌉, α a share of a core)
         sojourn-bound  P = ⌈ S_op·t_soj ⌉
-        memory-bound   P = ⌈ S_op·m_pt / β ⌉               (printed with ``m_opt``, A3)
+        memory-bound   P = ⌈ S_op·m_pt / β ⌉               (printed with ``m_opt``)
 
     ``S_op`` of the I/O and memory bounds is ``S_op + s_out`` under ``LoadBasis.INPUT_AND_OUTPUT``
-    (A6). With ``cpu_bound_includes_ct`` the CPU bound caps ``C_τ,max`` at 100 points instead (A19):
+    With ``cpu_bound_includes_ct`` the CPU bound caps ``C_τ,max`` at 100 points instead:
     ``⌈ (S_op·c_p + (S_op + s_out)·c_t) / 100 ⌉``.
     """
     p = params or ParallelizationParams()
@@ -328,7 +328,7 @@ def parallelism_degree(
     params: ParallelizationParams | None = None,
     op_class: OpClass | None = None,
 ) -> int:
-    """Minimal parallelism (§4.2, unified rule)::
+    """Minimal parallelism (the unified rule)::
 
     cap_op = min(100/c_p, 100·α/c_t, 1/t_soj, β/m_pt)      (terms with a 0 parameter skipped)
     P_op   = max(1, ceil_eps(S_op / cap_op))               = the max of the four bounds
@@ -337,7 +337,7 @@ def parallelism_degree(
 
 
 def parallelize(graph: OperatorGraph, params: ParallelizationParams | None = None) -> dict[str, int]:
-    """``P_op`` for every operator, in topological order (§4: "the least number of tasks")."""
+    """``P_op`` for every operator, in topological order (the paper: "the least number of tasks")."""
     out: dict[str, int] = {}
     for op_id in graph.order:
         op = graph.operator(op_id)
@@ -369,7 +369,7 @@ class TaskDemand:
     """What every task ``τ_i`` of ``op`` demands (Assumption 1: all tasks of ``op`` are alike).
 
     ``s_in = (Σ_k S_k + ingress)/P_op`` and ``s_out = Σ_k S'_k/P_op`` are the task-level streams;
-    ``ingress`` is the task's always-remote share of the external input (A7).
+    ``ingress`` is the task's always-remote share of the external input.
     """
 
     op: str
@@ -381,12 +381,13 @@ class TaskDemand:
     links: tuple[Link, ...]
 
     def cpu(self, adj: Mapping[str, int]) -> float:
-        """Eq. (3), corrected (A1), with ``Adj`` keyed by neighbour operator (absent = 0)::
+        """Eq. (3), corrected (``S_k/P_op·c_p``, the missing "+" restored), with ``Adj`` keyed by
+        neighbour operator (absent = 0)::
 
             C_τi = Σ_k (S_k/P_op)·c_p
                  + c_t·[ Σ_k S_k/(P_op_k·P_op)·(P_op_k − Adj_k) + Σ_k S'_k/(P'_op_k·P_op)·(P'_op_k − Adj'_k) ]
 
-        plus the ingress share in both terms (A7).
+        plus the ingress share in both terms.
         """
         remote = self.ingress + math.fsum(
             link.pair_rate * (link.peer_parallelism - adj.get(link.peer, 0)) for link in self.links
@@ -400,7 +401,7 @@ class TaskDemand:
 
     @property
     def cpu_min(self) -> float:
-        """``C_τ,min``: every neighbour task collocated (the ingress stays remote, A7)."""
+        """``C_τ,min``: every neighbour task collocated (the ingress stays remote)."""
         return self.cpu({link.peer: link.peer_parallelism for link in self.links})
 
     @property
@@ -439,14 +440,14 @@ def task_demands(graph: OperatorGraph, parallelism: Mapping[str, int]) -> tuple[
 
 
 # ---------------------------------------------------------------------------------------------------
-# The MAPE loop's pure decisions (§2, §3.4; spec A9, A10, A20, A24)
+# The MAPE loop's pure decisions
 # ---------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """Footnote 1: "steadily handle an input stream of throughput T within an acceptable processing
-    latency L"; ``tolerance`` is A24's ``tol`` (default 0)."""
+    latency L"; ``tolerance`` is ``tol`` (ours, default 0)."""
 
     throughput: float
     latency_s: float
@@ -462,7 +463,7 @@ class Measurement:
 
 
 class Verdict(StrEnum):
-    """What the controller does next (spec §2's loop)."""
+    """What the controller does next (the paper's MAPE loop)."""
 
     SUCCESS = "success"
     CONTINUE = "continue"
@@ -471,11 +472,11 @@ class Verdict(StrEnum):
 
 
 MAX_ITERATIONS = 10
-"""A20: a guard on the loop (the paper reports an oscillation at iteration 6)."""
+"""A guard on the loop (the paper reports an oscillation at iteration 6)."""
 
 
 def target_met(measured: Measurement, target: Target) -> bool:
-    """A10/A24: ``thr ≥ T·(1 − tol)`` and ``latency ≤ L`` (the paper: "a higher throughput than the
+    """``thr ≥ T·(1 − tol)`` and ``latency ≤ L`` (the paper: "a higher throughput than the
     pre-defined target whilst meeting the latency constraint")."""
     return (
         measured.throughput >= target.throughput * (1.0 - target.tolerance)
@@ -493,12 +494,12 @@ def measurement_verdict(
 
 
 def plan_verdict(machines: int, budget: int) -> Verdict:
-    """A20: a plan needing ``n_m > B`` machines is refused **before** it is executed."""
+    """A plan needing ``n_m > B`` machines is refused **before** it is executed."""
     return Verdict.BUDGET_EXCEEDED if machines > budget else Verdict.CONTINUE
 
 
 def update_profile(previous: TaskProfile, measured: TaskProfile, headroom: float = 0.0) -> TaskProfile:
-    """§3.4, A9: profiles only grow: ``profile_{i+1} = max(profile_i, measured_i)·(1+h)``, per field."""
+    """Profiles only grow: ``profile_{i+1} = max(profile_i, measured_i)·(1+h)``, per field."""
     grow = 1.0 + headroom
     return TaskProfile(
         c_p=max(previous.c_p, measured.c_p) * grow,
@@ -509,6 +510,6 @@ def update_profile(previous: TaskProfile, measured: TaskProfile, headroom: float
 
 
 def inflate_bottleneck(profile: TaskProfile, gamma: float = 0.2) -> TaskProfile:
-    """§3.4, A9: when a plan repeats and the target is still missed, the bottleneck operator's CPU
+    """When a plan repeats and the target is still missed, the bottleneck operator's CPU
     costs grow: ``c_p, c_t ← (1+γ)·c_p, (1+γ)·c_t`` (γ = 0.2)."""
     return replace(profile, c_p=profile.c_p * (1.0 + gamma), c_t=profile.c_t * (1.0 + gamma))

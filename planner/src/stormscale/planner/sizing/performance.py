@@ -1,10 +1,10 @@
-"""Seed 001 (Shukla & Simmhan): the per-task performance model 𝒫_i, the DAG rates ω_i, and allocations.
+"""Shukla & Simmhan: the per-task performance model 𝒫_i, the DAG rates ω_i, and allocations.
 
 The paper profiles every task alone on **one slot** (Algorithm 1) and keeps, per tested thread count
 τ, the peak stable input rate ω and the incremental CPU c and memory m at that rate:
-``𝒫_i: τ → ⟨ω, c, m⟩`` (spec §2.1). This module holds that output as data (Algorithm 1 itself runs
+``𝒫_i: τ → ⟨ω, c, m⟩``. This module holds that output as data (Algorithm 1 itself runs
 trials on a cluster and is not planner code), the functions derived from it (ℐ_i, 𝒞_i, ℳ_i, 𝒯_i,
-ω̄_i, ω̂_i, τ̂_i), GetRate over the DAG (§3.1), and the allocation that LSA and MBA return.
+ω̄_i, ω̂_i, τ̂_i), GetRate over the DAG (§6), and the allocation that LSA and MBA return.
 
 Units: CPU and memory are **fractions of one slot** (1.0 = one core, or one slot's memory), as in the
 algorithms (MBA adds 1.00 per full slot) and in :class:`~stormscale.planner.placement.model.Slot`.
@@ -24,11 +24,11 @@ from typing import Any
 from stormscale.planner.model import Topology
 
 EPS = 1e-9
-"""Float tolerance of the allocation loops and ceilings (spec §3.2, §3.3: ``ceil(x − 1e-9)``)."""
+"""Float tolerance of the allocation loops and ceilings: ``ceil(x − 1e-9)``."""
 
 
 def ceil_slots(amount: float) -> int:
-    """``⌈x⌉`` that forgives float drift: ``ceil(x − 1e-9)``, so 7.0000000001 → 7 (spec §3.3)."""
+    """``⌈x⌉`` that forgives float drift: ``ceil(x − 1e-9)``, so 7.0000000001 → 7."""
     return max(0, math.ceil(amount - EPS))
 
 
@@ -49,10 +49,10 @@ class ModelPoint:
 
 @dataclass(frozen=True)
 class PerformanceModel:
-    """𝒫_i: τ → ⟨ω, c, m⟩ for one task on one slot, as Algorithm 1 returns it (spec §2.1, §2.9).
+    """𝒫_i: τ → ⟨ω, c, m⟩ for one task on one slot, as Algorithm 1 returns it.
 
     Only the measured points are stored (``threads`` strictly increasing, ≥ 1). Between measured τ the
-    three curves are **piecewise-linear** and clamped to the first and last points (spec §2.9, A13);
+    three curves are **piecewise-linear** and clamped to the first and last points;
     ``ℐ_i(0) = 𝒞_i(0) = ℳ_i(0) = 0`` (no thread, no rate, no load).
     """
 
@@ -135,7 +135,7 @@ class PerformanceModel:
     def threads_for(self, omega: float, *, interpolate: bool = False) -> int:
         """𝒯_i(ω): the smallest thread count q with ``ℐ_i(q) ≥ ω`` (0 for ω ≤ 0).
 
-        Default: the smallest **measured** τ (spec §2.9, A12: conservative, the paper's
+        Default: the smallest **measured** τ (conservative, the paper's
         "over-estimate"); ``interpolate=True`` searches every integer up to the last measured τ on
         the interpolated ℐ_i. ``ValueError`` when ω > ω̂_i: one slot cannot sustain it.
         """
@@ -197,7 +197,7 @@ def _number_field(item: Mapping[str, Any], key: str, k: int) -> float:
 
 @dataclass(frozen=True)
 class TaskGraph:
-    """The DAG 𝒢 = ⟨𝕋, 𝔼⟩: task ids and edges ``(t_i, t_j, σ_ij)`` (spec §1.1).
+    """The DAG 𝒢 = ⟨𝕋, 𝔼⟩: task ids and edges ``(t_i, t_j, σ_ij)``.
 
     Duplicate semantics on outputs: a task with k out-edges sends ``ω_i · σ_ij`` on **each** edge.
     """
@@ -255,9 +255,9 @@ class TaskGraph:
         return tuple(out)
 
     def input_rates(self, omega: float) -> dict[str, float]:
-        """GetRate for every task (spec §3.1)::
+        """GetRate for every task::
 
-        ω_j = Ω                              if no e_ij ∈ 𝔼  (every source gets the full Ω, A26)
+        ω_j = Ω                              if no e_ij ∈ 𝔼  (every source gets the full Ω)
         ω_j = Σ_{e_ij ∈ 𝔼} ω_i · σ_ij        otherwise
         """
         rates: dict[str, float] = {}
@@ -290,13 +290,13 @@ class Bundle:
 
 @dataclass(frozen=True, slots=True)
 class TaskAllocation:
-    """⟨τ_i, c_i, m_i⟩ for one task at rate ω_i, with what the mappings need (spec §3.3).
+    """⟨τ_i, c_i, m_i⟩ for one task at rate ω_i, with what the mappings need.
 
     ``full_bundles`` is n_full_i (MBA's while-loop iterations; 0 for LSA), each of ``bundle_threads``
     τ̂_i threads charged 1.00 CPU and 1.00 memory; ``residual`` is the partial bundle ``(τ'_i, c'_i,
     m'_i)`` (``None`` when there is none). For LSA, ``residual`` holds every thread (τ_i, c_i, m_i).
     ``single_cpu``/``single_memory`` are c̄_i = 𝒞_i(1), m̄_i = ℳ_i(1) (RSM's paper-literal demand).
-    ``counted`` is False for the source and sink (fixed demands, mapped but not part of ρ, A15).
+    ``counted`` is False for the source and sink (fixed demands, mapped but not part of ρ).
     """
 
     task: str
@@ -313,12 +313,12 @@ class TaskAllocation:
 
     @property
     def executors(self) -> int:
-        """Storm's parallelism: τ_i, but at least 1 (a task with ω_i = 0 still runs one executor, §3.4)."""
+        """Storm's parallelism: τ_i, but at least 1 (a task with ω_i = 0 still runs one executor)."""
         return max(1, self.threads)
 
 
 def fixed_task(task: str, cpu: float, memory: float) -> TaskAllocation:
-    """A source or sink (spec A15): one thread with a fixed demand, mapped but not counted in ρ.
+    """A source or sink: one thread with a fixed demand, mapped but not counted in ρ.
 
     The paper's experiments use 0.10 CPU / 0.15 memory for the source, 0.10 / 0.20 for the sink.
     """
@@ -355,7 +355,7 @@ class Allocation:
 
     @property
     def slots(self) -> int:
-        """ρ = max(⌈Σ c_i⌉, ⌈Σ m_i⌉) (Algorithm 3; LSA too, A14); source and sink excluded (A15)."""
+        """ρ = max(⌈Σ c_i⌉, ⌈Σ m_i⌉) (Algorithm 3; LSA too); source and sink excluded."""
         return max(ceil_slots(self.total_cpu), ceil_slots(self.total_memory))
 
     @property
@@ -381,7 +381,7 @@ class Allocation:
     def with_fixed(
         self, before: Sequence[TaskAllocation] = (), after: Sequence[TaskAllocation] = ()
     ) -> Allocation:
-        """The same allocation with fixed tasks (source first, sink last) for the mappings (A15)."""
+        """The same allocation with fixed tasks (source first, sink last) for the mappings."""
         return Allocation(self.allocator, self.omega, (*before, *self.tasks, *after))
 
 
@@ -416,7 +416,7 @@ def allocate_each(
     """The outer loop of Algorithms 2 and 3: ``for t_i ∈ 𝕋: ω_i = GetRate(𝒢, t_i, Ω); size t_i``.
 
     Tasks come out in TasksTopoOrder(𝒢), the order RSM and SAM sweep in; fixed tasks (source, sink:
-    ``task → (cpu, memory)``) keep their place in that order and stay out of ρ (A15).
+    ``task → (cpu, memory)``) keep their place in that order and stay out of ρ.
     """
     rates = graph.input_rates(omega)
     sized = set(sized_tasks(graph, models, fixed))

@@ -1,14 +1,14 @@
-"""Seed 001, §8.5 of the paper: the model-based prediction of a given mapping (spec §4.6).
+"""Shukla & Simmhan, §8.5 of the paper: the model-based prediction of a given mapping.
 
 Given where every thread runs, the per-task models 𝒫_i predict the rate the DAG sustains and each
 slot's CPU and memory. n_{i,s} is the number of task i's threads on slot s; ℐ_i, 𝒞_i, ℳ_i are
-interpolated at it (spec §2.9; ℐ_i(0) = 0). Tasks without a model (source, sink) are not limits.
+interpolated at it (ℐ_i(0) = 0). Tasks without a model (source, sink) are not limits.
 
 Two routings (how a task's input ω_i is split over its slots):
 
 * ``MODEL`` (the paper): slots take what they can, the best first, so the task's capacity is the sum
   of its slots' peaks and a partial slot only gets the rest (its "47 %" CPU example).
-* ``SHUFFLE`` (beyond the paper, A25): Storm's shuffle grouping gives every executor ω_i/τ_i, so a
+* ``SHUFFLE`` (beyond the paper): Storm's shuffle grouping gives every executor ω_i/τ_i, so a
   slot receives ``n_{i,s}·ω_i/τ_i`` whatever its capacity; the paper names this as its main error.
 """
 
@@ -40,7 +40,7 @@ def task_capacity(placement: Placement, task: str, model: PerformanceModel) -> f
 
 
 def shuffle_limit(placement: Placement, task: str, model: PerformanceModel, gain: float) -> float:
-    """Ω_max,i under shuffle grouping (A25): every slot s must keep up with its equal share::
+    """Ω_max,i under shuffle grouping: every slot s must keep up with its equal share::
 
     n_{i,s} · ω_i/τ_i ≤ ℐ_i(n_{i,s})   ⇒   Ω_max,i = min_s ℐ_i(n_{i,s}) · τ_i / (n_{i,s} · g_i)
     """
@@ -78,12 +78,12 @@ def slot_arrivals(
 
 
 def slot_usage(model: PerformanceModel, threads: int, arrival: float) -> tuple[float, float]:
-    """Predicted (CPU, memory) of n threads of a task receiving r on one slot (§4.6, A24)::
+    """Predicted (CPU, memory) of n threads of a task receiving r on one slot::
 
     r ≥ ℐ_i(n):  𝒞_i(n), ℳ_i(n)                          (at its peak: the measured use)
     r < ℐ_i(n):  𝒞_i(n) · r/ℐ_i(n), ℳ_i(n) · r/ℐ_i(n)     ("proportionally scales down")
 
-    n = 1 is the paper's rule; n > 1 is the spec's extension of it (A24).
+    n = 1 is the paper's rule; n > 1 is our extension of it.
     """
     if threads <= 0:
         return 0.0, 0.0
@@ -110,7 +110,7 @@ class Prediction:
     usage_rate: float
 
     def pod_usage(self) -> list[tuple[float, float]]:
-        """Per VM: the sum of its slots' predicted CPU and memory (0–p_j; divide by p_j for a mean, A20)."""
+        """Per VM: the sum of its slots' predicted CPU and memory (0–p_j; divide by p_j for a mean)."""
         return [(sum(s.cpu for s in p.slots), sum(s.memory for s in p.slots)) for p in self.usage.pods]
 
 
@@ -123,7 +123,7 @@ def predict(
     omega: float | None = None,
     fixed: Mapping[str, tuple[float, float]] | None = None,
 ) -> Prediction:
-    """Predict the rate and the slots' use of ``placement`` from the models (§4.6)::
+    """Predict the rate and the slots' use of ``placement`` from the models (§8.5)::
 
     g_i = GetRate(𝒢, t_i, 1)                    (input per unit of Ω)
     Ω_pred = min_i cap_i / g_i                  (MODEL)      or   min_i Ω_max,i   (SHUFFLE)

@@ -5,11 +5,11 @@ answers in the same vocabulary: executors (units) per component, the CPU and mem
 slots), the slots, and the pods of ``K`` slots::
 
     exact      units n_v* = max(1, ⌈D_v/c_v⌉), one unit per slot;      pods ⌈Σ n* / K⌉  (proven minimum)
-    lsa, mba   Algorithms 2 and 3; slots ρ = max(⌈Σ c_i⌉, ⌈Σ m_i⌉);     pods ⌈ρ / K⌉     (§4.1, one pod size)
-    pdeployer  §4 parallelization and Algorithm 1; slots n_m;          pods n_m, only with K = 1 (§6.2)
+    lsa, mba   Algorithms 2 and 3; slots ρ = max(⌈Σ c_i⌉, ⌈Σ m_i⌉);     pods ⌈ρ / K⌉     (§7.1, one pod size)
+    pdeployer  its parallelization and Algorithm 1; slots n_m;        pods n_m, only with K = 1
 
 A target some component cannot sustain within its ``maxUnits`` is refused for every strategy: the
-seeds know no ``maxUnits``, and the exact minimum shows the target is out of the profile's reach.
+papers know no ``maxUnits``, and the exact minimum shows the target is out of the profile's reach.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ FORMAT_VERSION = 2
 
 ONE_SLOT_PER_POD = (
     "pdeployer: its machine is a pod with a single worker slot (collocated tasks talk for free only "
-    "inside one worker, seed 003 §6.2); use --slots-per-pod 1"
+    "inside one worker); use --slots-per-pod 1"
 )
 
 
@@ -132,7 +132,7 @@ def size(topology: Topology, target_rate: float, strategy: SizingStrategy, slots
         memory = math.fsum(m.memory for m in machines) / SLOT_MEMORY
         units = {cid: plan.parallelism[cid] for cid in order}
         pods = plan.machine_count if slots_per_pod == 1 else None
-        note = "" if pods is not None else "one slot per pod (§6.2)"
+        note = "" if pods is not None else "one slot per pod"
         return Sizing(
             strategy, target_rate, slots_per_pod, units, cpu, memory, plan.machine_count, pods, note
         )
@@ -156,7 +156,7 @@ def size(topology: Topology, target_rate: float, strategy: SizingStrategy, slots
 
 FLOAT_SLACK = 1e-9
 """Relative slack on W_c: a task at exactly capacityPerUnit costs ``(100/c)·c`` points, which float
-rounding can put a hair above 100, and §5.4's pre-check ``Ĉ_max > 1`` is literal (no tolerance)."""
+rounding can put a hair above 100, and Algorithm 1's pre-check ``Ĉ_max > 1`` is literal (no tolerance)."""
 
 
 def pdeployer_capacity() -> MachineCapacity:

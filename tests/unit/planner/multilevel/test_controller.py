@@ -1,4 +1,4 @@
-"""The table-driven controller: TV6 (look-up), TV7 (LIFO), TV8 (proactive), TV11 (resets), invariants."""
+"""The table-driven controller: look-up, LIFO scale-in, proactive mode, counter resets, invariants."""
 
 from __future__ import annotations
 
@@ -40,16 +40,16 @@ ONE = ControllerParams(period=60.0)  # k(60 s) = 1
     ("load", "row"),
     [(0, 0), (4000, 0), (4001, 1), (12000, 1), (12001, 2), (14000, 2), (15000, 3), (16000, 3), (17000, None)],
 )
-def test_tv6_lookup_is_half_open(load: float, row: int | None) -> None:
+def test_lookup_is_half_open(load: float, row: int | None) -> None:
     assert lookup(table1(), load) == row
 
 
-def test_tv6_table_layouts_are_table_1() -> None:
+def test_table_layouts_are_table_1() -> None:
     table = table1()
     assert tuple(shape(table.layout(k)) for k in range(4)) == TABLE1_NOTATION
 
 
-def test_tv6_a_jump_is_one_reconfiguration() -> None:
+def test_a_jump_is_one_reconfiguration() -> None:
     state, actions = step(start(table1(), row=0), window(60, 3000), ONE)
     assert actions == ()
     state, actions = step(state, window(120, 15000), ONE)
@@ -63,7 +63,7 @@ def test_tv6_a_jump_is_one_reconfiguration() -> None:
     assert shape(layout(state)) == "(1,2)+(1,2)"
 
 
-def test_tv6_beyond_the_benchmark_keeps_the_last_row_alerts_once_and_turns_to_health() -> None:
+def test_beyond_the_benchmark_keeps_the_last_row_alerts_once_and_turns_to_health() -> None:
     state = start(table1(), row=3)
     state, actions = step(state, window(60, 17000), ONE)
     assert actions == (Alert(AlertReason.BEYOND_BENCHMARK, "load 17000 > 16000: possible DoS"),)
@@ -83,24 +83,24 @@ def test_tv6_beyond_the_benchmark_keeps_the_last_row_alerts_once_and_turns_to_he
     assert shape(layout(state)) == "(1,2)+(1,2)"
 
 
-def test_tv7_lifo_scale_in() -> None:
+def test_lifo_scale_in() -> None:
     state, actions = step(start(table1(), row=3), window(60, 10000), ONE)
     assert actions == (RemoveExecutor(PARSER, 1), RemoveExecutor(PARSER, 1), RemoveWorker(1), RemovePod(1))
     assert shape(layout(state)) == "(1,2)"
 
 
-TV8_LOADS = (5000, 8000, 13000, 15000, 13000, 9000, 5000)
-TV8_SLOTS = tuple(ForecastSlot(300 * i, 300 * (i + 1), x) for i, x in enumerate(TV8_LOADS))
+FORECAST_LOADS = (5000, 8000, 13000, 15000, 13000, 9000, 5000)
+FORECAST_SLOTS = tuple(ForecastSlot(300 * i, 300 * (i + 1), x) for i, x in enumerate(FORECAST_LOADS))
 
 
-def tv8_load(t: float) -> float:
-    return next(s.load for s in TV8_SLOTS if s.start <= t < s.end)
+def forecast_load(t: float) -> float:
+    return next(s.load for s in FORECAST_SLOTS if s.start <= t < s.end)
 
 
-def test_tv8_proactive_schedule() -> None:
-    params = ControllerParams(period=60.0, mode=Mode.PROACTIVE, forecast=TV8_SLOTS, lead=120.0)
+def test_proactive_schedule() -> None:
+    params = ControllerParams(period=60.0, mode=Mode.PROACTIVE, forecast=FORECAST_SLOTS, lead=120.0)
     table = table1()
-    row = lookup(table, TV8_LOADS[0])
+    row = lookup(table, FORECAST_LOADS[0])
     assert row is not None
     state = start(table, row)
     counts = [executors_of(layout(state), PARSER)]
@@ -108,8 +108,8 @@ def test_tv8_proactive_schedule() -> None:
     health: list[float] = []
     capacity = {"(1,1)": 5000.0, "(1,2)": 12500.0, "(1,2)+(1,1)": 14200.0, "(1,2)+(1,2)": 17000.0}
     for end in range(60, 2101, 60):
-        load = tv8_load(end - 60)  # measured over [end - 60, end)
-        health.append(min(1.0, capacity[shape(layout(state))] / load))  # S8, TV5's capacities
+        load = forecast_load(end - 60)  # measured over [end - 60, end)
+        health.append(min(1.0, capacity[shape(layout(state))] / load))  # the DDoS replay's capacities
         state, actions = step(state, window(end, load), params)
         assert not any(isinstance(a, Alert) for a in actions)
         if actions:
@@ -117,11 +117,11 @@ def test_tv8_proactive_schedule() -> None:
             counts.append(changes[-1][1])
     assert changes == [(480, 3), (780, 4), (1200, 3), (1500, 2)]
     assert counts == [2, 3, 4, 3, 2]
-    assert min(health) >= 0.95  # S8: the parser's health stays at 1
+    assert min(health) >= 0.95  # proactive: the parser's health stays at 1
 
 
 def test_proactive_alerts_when_the_load_exceeds_the_forecast() -> None:
-    params = ControllerParams(period=60.0, mode=Mode.PROACTIVE, forecast=TV8_SLOTS)
+    params = ControllerParams(period=60.0, mode=Mode.PROACTIVE, forecast=FORECAST_SLOTS)
     state = start(table1(), row=1)
     state, actions = step(state, window(120, 13000), params)  # forecast 5000 over the window
     assert actions[0] == Alert(AlertReason.ABOVE_FORECAST, "measured 13000 > forecast")
@@ -130,7 +130,7 @@ def test_proactive_alerts_when_the_load_exceeds_the_forecast() -> None:
     assert actions == ()
 
 
-def test_tv11_a_counter_reset_drops_the_window_and_extends_the_cool_down() -> None:
+def test_a_counter_reset_drops_the_window_and_extends_the_cool_down() -> None:
     state = start(table1(), row=0)
     reset = Observation(0, 60, load=None, reset=True)
     state, actions = step(state, reset, ONE)
@@ -142,7 +142,7 @@ def test_tv11_a_counter_reset_drops_the_window_and_extends_the_cool_down() -> No
     assert len(actions) == 5
 
 
-def test_a5_no_decision_while_a_pod_starts_or_on_a_stale_window() -> None:
+def test_no_decision_while_a_pod_starts_or_on_a_stale_window() -> None:
     state, actions = step(start(table1(), row=1), window(60, 13000), ONE)
     assert actions[0] == AddPod(1)
     starting = Observation(60, 120, load=16000, ready_since=None)

@@ -1,6 +1,6 @@
-"""TV5: the DDoS benchmark replay (seed 004 §5.2, Table 1), end to end as a simulation.
+"""The DDoS benchmark replay (multi-level elasticity §5.2, Table 1), end to end as a simulation.
 
-The fixture (spec §7 TV5, inferred): 2-vCPU pods, memory fixed at 0.5, the parser's capacity per
+The fixture (inferred from the paper): 2-vCPU pods, memory fixed at 0.5, the parser's capacity per
 configuration, ``health = min(1, cap / L)`` and ``cpu(pod) = parser executors on pod / 2 · min(1, L / cap)``.
 Counters are all-time and go through :func:`counter_delta`, health through :func:`health`; the ramp
 0 → 16000 runs Algorithm 1, the ramp 16000 → 0 runs the table-driven controller on the derived table.
@@ -112,7 +112,7 @@ def benchmark(selection: Selection) -> tuple[Replay, BenchmarkState, list[Event]
 
 
 @pytest.mark.parametrize("selection", list(Selection))
-def test_tv5_benchmark_scales_out_at_6000_14000_and_16000(selection: Selection) -> None:
+def test_benchmark_scales_out_at_6000_14000_and_16000(selection: Selection) -> None:
     _, _, events = benchmark(selection)
     assert [(e.load, e.actions, e.after) for e in events] == [
         (6000, (AddExecutor(PARSER, 0),), "(1,2)"),
@@ -130,7 +130,7 @@ def test_tv5_benchmark_scales_out_at_6000_14000_and_16000(selection: Selection) 
 
 
 @pytest.mark.parametrize("selection", list(Selection))
-def test_tv5_derived_table_is_table_1(selection: Selection) -> None:
+def test_derived_table_is_table_1(selection: Selection) -> None:
     _, state, _ = benchmark(selection)
     table = derive_table(state)
     bands = [(r.lower, r.upper) for r in table.rows]
@@ -140,8 +140,8 @@ def test_tv5_derived_table_is_table_1(selection: Selection) -> None:
     assert table.notes == ()
 
 
-@pytest.mark.parametrize("observations", [None, 1])  # k(30 s) = 3 (A11), and 1
-def test_tv5_ramp_down_by_the_table_is_three_lifo_scale_ins(observations: int | None) -> None:
+@pytest.mark.parametrize("observations", [None, 1])  # k(30 s) = 3, and 1
+def test_ramp_down_by_the_table_is_three_lifo_scale_ins(observations: int | None) -> None:
     sim, state, ups = benchmark(Selection.RECOMMENDED)
     table = derive_table(state)
     controller = start(table, row=len(table.rows) - 1)
@@ -163,7 +163,7 @@ def test_tv5_ramp_down_by_the_table_is_three_lifo_scale_ins(observations: int | 
         (4000, (RemoveExecutor(PARSER, 0),), "(1,1)"),  # ADAPT6
     ]
     assert len(ups) == 3
-    assert max(len(e.pods) for e in ups + downs) <= 2  # S6: at most 2 pods (VMs)
+    assert max(len(e.pods) for e in ups + downs) <= 2  # at most 2 pods (the paper's 2 VMs)
     assert len(sim.layout) == 1
     unhealthy = [h for h in sim.healths if h is not None and h < 0.9]
     assert len(unhealthy) == 3  # only the three windows that triggered ADAPT1-3

@@ -1,7 +1,7 @@
-"""SHUKLA_FIXTURE_V1 (spec §2.8) and the micro-DAGs of §5.2, for the seed 001 tests.
+"""SHUKLA_FIXTURE_V1 and the paper's micro-DAGs, for the Shukla & Simmhan tests.
 
-The fixture is the spec's inferred reference model: per task, τ → ℐ (t/s), 𝒞 (%), ℳ (%). Paper-stated
-or derived cells are marked in the spec; the rest are its fillers. Percent is divided by 100 here
+The fixture is an inferred reference model: per task, τ → ℐ (t/s), 𝒞 (%), ℳ (%). Paper-stated
+or derived cells match the paper; the rest are fillers. Percent is divided by 100 here
 (fractions of a slot, the planner's unit).
 """
 
@@ -74,20 +74,20 @@ SOURCE_SINK: dict[str, tuple[float, float]] = {"src": (0.10, 0.15), "sink": (0.1
 
 
 def linear() -> TaskGraph:
-    """Linear: src → X → P → T → B → F → sink, σ = 1 (task order A18: arbitrary, as the spec fixes it)."""
+    """Linear: src → X → P → T → B → F → sink, σ = 1 (the task order is ours)."""
     chain = ("src", "X", "P", "T", "B", "F", "sink")
     return TaskGraph(chain, tuple((a, b, 1.0) for a, b in itertools.pairwise(chain)))
 
 
 def star() -> TaskGraph:
-    """Star: src → {B, T} → X (hub, 2Ω) → {P, F} → sink (spec §5.2 reconstruction)."""
+    """Star: src → {B, T} → X (hub, 2Ω) → {P, F} → sink (reconstructed from the paper)."""
     edges = [("src", "B"), ("src", "T"), ("B", "X"), ("T", "X"), ("X", "P"), ("X", "F"), ("P", "sink")]
     edges.append(("F", "sink"))
     return TaskGraph(("src", "B", "T", "X", "P", "F", "sink"), tuple((a, b, 1.0) for a, b in edges))
 
 
 def diamond(fan_in: str = "P") -> TaskGraph:
-    """Diamond: src → {four tasks} → fan-in task (4Ω) → sink; the fan-in task defaults to P (A18)."""
+    """Diamond: src → {four tasks} → fan-in task (4Ω) → sink; the fan-in task defaults to P (ours)."""
     others = [t for t in ("X", "P", "F", "B", "T") if t != fan_in]
     edges = [("src", t) for t in others] + [(t, fan_in) for t in others] + [(fan_in, "sink")]
     return TaskGraph(("src", *others, fan_in, "sink"), tuple((a, b, 1.0) for a, b in edges))

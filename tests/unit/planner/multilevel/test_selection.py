@@ -1,4 +1,5 @@
-"""Node selection and Algorithm 2: TV3, TV4, TV10; the hierarchy's rules (S4); A9's ordering."""
+"""Node selection and Algorithm 2: literal and recommended node choice, the optimal container, the task cap,
+a memory-bound spout; the hierarchy's rules (one worker per pod); the order of congested operators."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from stormscale.planner.elasticity.selection import (
     select_pod_recommended,
 )
 
-TV3 = (
+LEAST_CPU_FULL = (
     PodObservation(0, cpu=0.95, mem=0.40, executors=1, vcpus=4),  # A
     PodObservation(1, cpu=0.60, mem=0.92, executors=1, vcpus=4),  # B
     PodObservation(2, cpu=0.70, mem=0.50, executors=1, vcpus=4),  # C
@@ -44,17 +45,21 @@ TV3 = (
 PARSER = OperatorObservation("parser", distance=1, health=0.8, executors=3, tasks=16)
 
 
-def test_tv3_literal_algorithm_2_takes_min_cpu_node_and_sees_it_overloaded() -> None:
-    assert select_pod_literal(TV3) is None
-    assert scale_out(PARSER, TV3, Selection.LITERAL) == (AddPod(3), AddWorker(3), AddExecutor("parser", 3))
+def test_literal_algorithm_2_takes_min_cpu_node_and_sees_it_overloaded() -> None:
+    assert select_pod_literal(LEAST_CPU_FULL) is None
+    assert scale_out(PARSER, LEAST_CPU_FULL, Selection.LITERAL) == (
+        AddPod(3),
+        AddWorker(3),
+        AddExecutor("parser", 3),
+    )
 
 
-def test_tv3_recommended_filters_first() -> None:
-    assert select_pod_recommended(TV3) == 2
-    assert scale_out(PARSER, TV3, Selection.RECOMMENDED) == (AddExecutor("parser", 2),)
+def test_recommended_filters_first() -> None:
+    assert select_pod_recommended(LEAST_CPU_FULL) == 2
+    assert scale_out(PARSER, LEAST_CPU_FULL, Selection.RECOMMENDED) == (AddExecutor("parser", 2),)
 
 
-def test_tv4_optimal_container_is_an_executor_in_the_existing_worker() -> None:
+def test_optimal_container_is_an_executor_in_the_existing_worker() -> None:
     node = PodObservation(0, cpu=0.5, mem=0.5, workers=1, executors=2, vcpus=4)
     parser = OperatorObservation("parser", distance=1, health=0.8, executors=2, tasks=16)
     assert scale_out(parser, (node,)) == (AddExecutor("parser", 0),)
@@ -65,7 +70,7 @@ def test_tv4_optimal_container_is_an_executor_in_the_existing_worker() -> None:
     assert optimal_container("parser", bare) == (AddWorker(0), AddExecutor("parser", 0))
 
 
-def test_tv4_task_cap_refuses() -> None:
+def test_task_cap_refuses() -> None:
     node = PodObservation(0, cpu=0.5, mem=0.5, executors=2, vcpus=4)
     capped = OperatorObservation("parser", distance=1, health=0.5, executors=16, tasks=16)
     (alert,) = scale_out(capped, (node,))
@@ -73,7 +78,7 @@ def test_tv4_task_cap_refuses() -> None:
     assert alert.reason is AlertReason.TASK_CAP
 
 
-def test_a4_executors_per_pod_are_capped_by_vcpus() -> None:
+def test_executors_per_pod_are_capped_by_vcpus() -> None:
     full = PodObservation(0, cpu=0.5, mem=0.5, executors=2, vcpus=2)
     assert not is_eligible(full)
     assert scale_out(PARSER, (full,)) == (AddPod(1), AddWorker(1), AddExecutor("parser", 1))
@@ -96,7 +101,7 @@ def test_ties_go_to_the_oldest_pod() -> None:
     assert select_pod_literal(pods) == 0
 
 
-def test_tv10_memory_bound_spout_gets_a_new_pod() -> None:
+def test_memory_bound_spout_gets_a_new_pod() -> None:
     h = spout_health(18000, target_rate=500, period=60)
     spout = OperatorObservation("spout", distance=0, health=h, executors=1, tasks=8)
     node = PodObservation(0, cpu=0.40, mem=0.93, executors=1, vcpus=4)
@@ -108,7 +113,7 @@ def test_tv10_memory_bound_spout_gets_a_new_pod() -> None:
     assert notation(layout, "spout") == "(1,1)+(1,1)"  # 2 spouts on 2 pods
 
 
-def test_a9_first_congested_is_closest_to_the_sources_then_lowest_health() -> None:
+def test_first_congested_is_closest_to_the_sources_then_lowest_health() -> None:
     ops = (
         OperatorObservation("analyzer", 3, 0.1, 1, 4),
         OperatorObservation("parser", 1, 0.85, 1, 4),
@@ -127,7 +132,7 @@ def test_levels_and_the_hierarchy_rules() -> None:
     assert RemoveExecutor("p", 0).level is Level.EXECUTOR
     layout = minimal_layout(["spout", "parser"])
     with pytest.raises(ValueError, match="worker"):
-        apply(layout, AddWorker(0))  # S4: never a second worker on a pod
+        apply(layout, AddWorker(0))  # never a second worker on a pod
     with pytest.raises(ValueError, match="ordinal"):
         apply(layout, AddPod(2))
     grown = replay(layout, [AddPod(1), AddWorker(1), AddExecutor("parser", 1)])
@@ -173,4 +178,4 @@ def test_selection_properties(pods: tuple[PodObservation, ...]) -> None:
     for selection in Selection:
         actions = scale_out(PARSER, pods, selection)
         assert sum(isinstance(a, AddExecutor) for a in actions) == 1  # exactly one new instance
-        assert not any(isinstance(a, AddWorker) and a.pod < len(pods) for a in actions)  # S4
+        assert not any(isinstance(a, AddWorker) and a.pod < len(pods) for a in actions)  # one worker per pod

@@ -1,4 +1,4 @@
-"""Seed 003 invariants on random operator graphs (hypothesis): spec §5.5 and claims A5–A7.
+"""P-Deployer invariants on random operator graphs (hypothesis): bounds, Eq. 5 in closed form, the ingress.
 
 The oracles here work at task level, pair by pair (every task pair of an edge carries
 ``S/(P_u·P_v)``), not through :class:`TaskDemand`, so that a shared mistake is unlikely.
@@ -151,12 +151,12 @@ def test_lower_bounds_closed_form_saving_and_determinism(graph: OperatorGraph, s
     capacity = capacity_for(graph, parallelism, scale)
     demands = task_demands(graph, parallelism)
     packing = pack(demands, capacity)
-    # §5.5.2 / A7: n_m ≥ ⌈Σ C_min / W_c⌉ and ⌈Σ M / W_m⌉
+    # n_m ≥ ⌈Σ C_min / W_c⌉ and ⌈Σ M / W_m⌉
     total_min = sum(d.parallelism * d.cpu_min for d in demands)
     total_mem = sum(d.parallelism * d.memory for d in demands)
     assert packing.machine_count >= math.ceil(total_min / capacity.w_c - 1e-9)
     assert packing.machine_count >= math.ceil(total_mem / capacity.w_m - 1e-9)
-    # A5: Eq. (5) equals Σ_{τk∈φ(m), adjacent} w(τ,τk)·(c_t^op(τ) + c_t^op(τk)) / W_c
+    # Eq. (5) equals Σ_{τk∈φ(m), adjacent} w(τ,τk)·(c_t^op(τ) + c_t^op(τk)) / W_c
     c_t = {op.id: op.profile.c_t for op in graph.operators}
     by_op = {d.op: d for d in demands}
     on_machine: Counter[str] = Counter()
@@ -176,7 +176,7 @@ def test_lower_bounds_closed_form_saving_and_determinism(graph: OperatorGraph, s
         assert math.isclose(step.saving, own + others, rel_tol=1e-12, abs_tol=1e-12)
         assert math.isclose(step.c_hat, by_op[step.task.op].cpu(on_machine) / capacity.w_c, abs_tol=1e-12)
         on_machine[step.task.op] += 1
-    # §5.5.3: deterministic
+    # deterministic
     assert pack(demands, capacity) == packing
 
 
@@ -236,7 +236,7 @@ def test_more_target_never_needs_fewer_instances(
 
 @pytest.mark.parametrize(("operators", "tasks_each"), [(20, 25), (500, 1)])
 def test_five_hundred_tasks_in_well_under_a_second(operators: int, tasks_each: int) -> None:
-    # A8 (inferred target): ≤ 1 s at 500 tasks. A chain of operators, 500 tasks in all.
+    # Target (inferred): ≤ 1 s at 500 tasks. A chain of operators, 500 tasks in all.
     profile = TaskProfile(c_p=0.02, c_t=0.01, m_pt=0.05)
     rate = 100.0 * tasks_each
     ops = tuple(Operator(f"op{i}", profile, ingress=rate if i == 0 else 0.0) for i in range(operators))
@@ -248,4 +248,4 @@ def test_five_hundred_tasks_in_well_under_a_second(operators: int, tasks_each: i
     packing = pack(demands, MachineCapacity(200.0, 4096.0))
     elapsed = time.perf_counter() - start
     assert sum(len(m.tasks) for m in packing.machines) == 500
-    assert elapsed < 5.0  # the spec's 1 s, with slack for a loaded test machine
+    assert elapsed < 5.0  # the 1 s target, with slack for a loaded test machine

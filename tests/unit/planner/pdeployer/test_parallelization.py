@@ -1,5 +1,5 @@
-"""Seed 003 §4 and §2/§3.4: parallelization (E3, E5 bounds; claim A3: exact integers), scaling to the
-target (E8), the loop's decisions (E9) and the profile update."""
+"""P-Deployer: parallelization (bounds: exact integers), scaling to the
+target, the loop's decisions and the profile update."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from stormscale.planner.sizing.pdeployer import (
     update_profile,
 )
 
-from .vectors import e4_graph, e5_graph
+from .vectors import chain_graph, pipeline_graph
 
 
 @pytest.mark.parametrize(
@@ -44,19 +44,19 @@ from .vectors import e4_graph, e5_graph
         (TaskProfile(c_p=0.12, c_t=0.006, m_pt=0.6, t_soj=0.07), 0.0, 1),  # S = 0
     ],
 )
-def test_e3_parallelism(profile: TaskProfile, s_op: float, expected: int) -> None:
+def test_parallelism_of_one_operator(profile: TaskProfile, s_op: float, expected: int) -> None:
     assert parallelism_degree(profile, s_op) == expected
 
 
-def test_e3_ceil_eps_against_a_raw_ceiling() -> None:
+def test_ceil_eps_against_a_raw_ceiling() -> None:
     import math
 
     assert math.ceil(300 * 0.07) == 22
     assert ceil_eps(300 * 0.07) == 21
 
 
-def test_e5_bounds_and_parallelism() -> None:
-    graph = e5_graph()
+def test_pipeline_bounds_and_parallelism() -> None:
+    graph = pipeline_graph()
     bounds = {
         op: parallelism_bounds(graph.operator(op).profile, graph.stream_load(op), graph.output_load(op))
         for op in graph.order
@@ -71,24 +71,24 @@ def test_e5_bounds_and_parallelism() -> None:
 
 
 def test_op_class_restricts_to_one_formula() -> None:
-    profile = TaskProfile(0.09, 0.002, 0.02, 0.001)  # E5's S: bounds (2, 1, 2, 1)
+    profile = TaskProfile(0.09, 0.002, 0.02, 0.001)  # the pipeline's S: bounds (2, 1, 2, 1)
     assert parallelism_degree(profile, 2000.0, op_class=OpClass.IO) == 1
     assert parallelism_degree(profile, 2000.0, op_class=OpClass.CPU) == 2
     graph = OperatorGraph((Operator("S", profile, ingress=2000.0, op_class=OpClass.MEMORY),))
     assert parallelize(graph) == {"S": 1}
 
 
-def test_a6_io_and_memory_load_with_output() -> None:
-    profile = TaskProfile(0.0, 0.006, 0.0)  # E5's J: in 2000, out 2000
+def test_io_and_memory_load_with_output() -> None:
+    profile = TaskProfile(0.0, 0.006, 0.0)  # the pipeline's J: in 2000, out 2000
     assert parallelism_degree(profile, 2000.0, 2000.0) == 2
     both = ParallelizationParams(io_load=LoadBasis.INPUT_AND_OUTPUT)
     assert parallelism_degree(profile, 2000.0, 2000.0, both) == 3  # ⌈4000·0.006/10⌉ = ⌈2.4⌉
-    memory = TaskProfile(0.0, 0.0, 0.12)  # E5's W: in 10000, out 0
+    memory = TaskProfile(0.0, 0.0, 0.12)  # the pipeline's W: in 10000, out 0
     assert parallelism_degree(memory, 10000.0, 0.0, both) == 3
 
 
-def test_a19_cpu_bound_with_transmission() -> None:
-    profile = TaskProfile(0.09, 0.002, 0.0)  # E5's S: C_max per task 102 > 100 at P = 2
+def test_cpu_bound_with_transmission() -> None:
+    profile = TaskProfile(0.09, 0.002, 0.0)  # the pipeline's S: C_max per task 102 > 100 at P = 2
     assert parallelism_bounds(profile, 2000.0, 10000.0).cpu == 2
     with_ct = ParallelizationParams(cpu_bound_includes_ct=True)
     assert parallelism_bounds(profile, 2000.0, 10000.0, with_ct).cpu == 3  # ⌈(180 + 24)/100⌉
@@ -100,7 +100,7 @@ def test_alpha_and_beta_are_the_caps() -> None:
     assert parallelism_bounds(profile, 2000.0, params=params) == ParallelismBounds(0, 1, 0, 5)
 
 
-def test_e8_scaling_to_target() -> None:
+def test_scaling_to_target() -> None:
     graph = OperatorGraph(
         (
             Operator("K", TaskProfile(0.01, 0.0, 0.0), ingress=1237.0),
@@ -129,7 +129,7 @@ def test_scaling_splits_ingress_over_spouts() -> None:
         scale_to_target(graph, 0.0, 800.0)
 
 
-def test_e9_termination() -> None:
+def test_termination() -> None:
     target = Target(throughput=2000.0, latency_s=0.5)
     verdicts = [
         measurement_verdict(Measurement(thr, 0.2), target, iteration)
@@ -139,7 +139,7 @@ def test_e9_termination() -> None:
     assert plan_verdict(machines=17, budget=16) is Verdict.BUDGET_EXCEEDED
     assert plan_verdict(machines=16, budget=16) is Verdict.CONTINUE
     assert not target_met(Measurement(2100.0, 0.520), target)
-    assert target_met(Measurement(2000.0, 0.5), target)  # A24: ≥, tol 0
+    assert target_met(Measurement(2000.0, 0.5), target)  # ≥, tol 0
     assert target_met(Measurement(1990.0, 0.1), Target(2000.0, 0.5, tolerance=0.01))
     assert measurement_verdict(Measurement(1000.0, 0.1), target, 10) is Verdict.MAX_ITER_REACHED
 
@@ -160,7 +160,7 @@ def test_order_is_topological_ties_by_natural_id() -> None:
         (Stream("b10", "a", 1.0),),
     )
     assert graph.order == ("b2", "b10", "a")
-    assert e4_graph().order == ("S", "B", "C")
+    assert chain_graph().order == ("S", "B", "C")
 
 
 @pytest.mark.parametrize(

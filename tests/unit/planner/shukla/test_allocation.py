@@ -1,9 +1,9 @@
-"""Seed 001: LSA (Algorithm 2) and MBA (Algorithm 3), vectors V1–V18 of spec §6.4.
+"""Shukla & Simmhan: LSA (Algorithm 2) and MBA (Algorithm 3), the paper's numbers as test vectors.
 
 Single-task vectors use the fixture's models, whose bold cells are the paper's numbers; the DAG
-vectors (V14–V18) use SHUKLA_FIXTURE_V1 and the §5.2 micro-DAGs, source and sink excluded (A15).
-Tolerances are the spec's (§7): exact thread counts, ±0.5 % on the paper's resource numbers (C8, C9),
-±1 % on the "47 %" (C10), ±2 % abs on DAG totals (C11), ±0.1 slot on the Star sums (A23).
+vectors use SHUKLA_FIXTURE_V1 and the paper's micro-DAGs, source and sink excluded.
+Tolerances: exact thread counts, ±0.5 % on the paper's resource numbers,
+±1 % on the "47 %", ±2 % abs on DAG totals, ±0.1 slot on the Star sums.
 """
 
 from __future__ import annotations
@@ -22,26 +22,26 @@ B, T, X, P = MODELS["B"], MODELS["T"], MODELS["X"], MODELS["P"]
 HALF_PERCENT = 0.005
 
 
-def test_v1_lsa_blob_at_100() -> None:
+def test_lsa_blob_at_100() -> None:
     a = lsa_task("B", B, 100)
     assert a.threads == 50
     assert a.cpu == pytest.approx(3.37, rel=HALF_PERCENT)  # "337% CPU"
     assert a.memory == pytest.approx(11.96, rel=HALF_PERCENT)  # "1196% memory"
 
 
-def test_v2_v3_lsa_blob_at_50_and_200() -> None:
+def test_lsa_blob_at_50_and_200() -> None:
     assert lsa_task("B", B, 50).threads == 25
     assert lsa_task("B", B, 50).memory == pytest.approx(5.98, rel=HALF_PERCENT)  # "598% memory"
     assert lsa_task("B", B, 200).threads == 100  # "100 Blob Download threads"
 
 
-def test_v4_v5_lsa_table() -> None:
+def test_lsa_table() -> None:
     assert lsa_task("T", T, 160).threads == 54
-    assert lsa_task("T", T, 50).threads == 17  # the paper's "18" is a typo (A2): ⌈50/3⌉ = 17 = 4·2 + 9
+    assert lsa_task("T", T, 50).threads == 17  # the paper's "18" is a typo: ⌈50/3⌉ = 17 = 4·2 + 9
 
 
 def test_lsa_closed_form() -> None:
-    """C2: τ = ⌈ω/ω̄⌉, c = 𝒞(1)·ω/ω̄, m = ℳ(1)·ω/ω̄."""
+    """τ = ⌈ω/ω̄⌉, c = 𝒞(1)·ω/ω̄, m = ℳ(1)·ω/ω̄."""
     a = lsa_task("T", T, 50)
     assert (a.cpu, a.memory) == (
         pytest.approx(0.0102 * 50 / 3, abs=1e-9),
@@ -51,45 +51,45 @@ def test_lsa_closed_form() -> None:
     assert exact.threads == 10  # an exact multiple adds no trailing thread
 
 
-def test_v6_mba_blob_at_100() -> None:
+def test_mba_blob_at_100() -> None:
     a = mba_task("B", B, 100)
     assert (a.threads, a.full_bundles, a.bundle_threads) == (170, 3, 50)  # 3×50 + 20
     assert a.cpu == pytest.approx(3.15, rel=HALF_PERCENT)  # "315% of CPU"
     assert a.memory == pytest.approx(3.26, rel=HALF_PERCENT)  # "326% of memory"
 
 
-def test_v7_mba_blob_at_50() -> None:
+def test_mba_blob_at_50() -> None:
     a = mba_task("B", B, 50)
-    assert a.threads == 50 + 28  # 50 + 𝒯_B(20), the fixture's 28 (A21)
+    assert a.threads == 50 + 28  # 50 + 𝒯_B(20), the fixture's 28
     assert a.memory == pytest.approx(1.28, rel=HALF_PERCENT)  # "128% memory"
 
 
-def test_v8_mba_blob_at_280() -> None:
+def test_mba_blob_at_280() -> None:
     assert mba_task("B", B, 280).threads == 470  # 9×50 + 20
 
 
-def test_v9_mba_table_at_100() -> None:
+def test_mba_table_at_100() -> None:
     a = mba_task("T", T, 100)
     assert (a.threads, a.full_bundles) == (160, 2)  # 2×60 + 40
     assert a.residual is not None
     assert a.residual.threads == 40  # 20 t/s on 40 threads
 
 
-def test_v10_mba_table_at_280() -> None:
+def test_mba_table_at_280() -> None:
     a = mba_task("T", T, 280)
     assert (a.threads, a.full_bundles, a.residual) == (420, 7, None)  # 7×60, no residual
 
 
-def test_v11_mba_parse_at_480() -> None:
+def test_mba_parse_at_480() -> None:
     a = mba_task("X", X, 480)
     assert a.threads == 2
     assert a.cpu == pytest.approx(1.00 + 0.85 * 170 / 310, abs=1e-9)
     assert a.memory == pytest.approx(1.00 + 0.2298 * 170 / 310, abs=1e-9)
     assert a.residual is not None
-    assert a.residual.cpu == pytest.approx(0.47, abs=0.01)  # C10: the paper's "47%"
+    assert a.residual.cpu == pytest.approx(0.47, abs=0.01)  # the paper's "47%"
 
 
-def test_v12_v13_mba_pi() -> None:
+def test_mba_pi() -> None:
     full = mba_task("P", P, 110)
     assert (full.threads, full.cpu, full.memory, full.residual) == (2, 1.0, 1.0, None)
     a = mba_task("P", P, 200)
@@ -98,13 +98,13 @@ def test_v12_v13_mba_pi() -> None:
 
 
 def test_mba_charges_a_whole_slot_per_bundle_and_the_model_value_for_a_residual() -> None:
-    """C3 and C4: 1.00 per full bundle whatever 𝒞(τ̂); τ' > 1 unscaled, τ' = 1 scaled by ω/ℐ(1)."""
+    """1.00 per full bundle whatever 𝒞(τ̂); τ' > 1 unscaled, τ' = 1 scaled by ω/ℐ(1)."""
     a = mba_task("T", T, 100)
     assert a.cpu == pytest.approx(2 * 1.00 + T.cpu(40))  # 𝒞_T(40) = 55 %, not scaled to 20/20
     assert a.residual == Bundle(40, T.cpu(40), T.memory(40))
 
 
-def test_v14_lsa_linear_at_50_totals() -> None:
+def test_lsa_linear_at_50_totals() -> None:
     a = allocate_lsa(linear(), 50, MODELS, SOURCE_SINK)
     assert a.total_cpu == pytest.approx(2.42, abs=0.02)  # "242%"
     assert a.total_memory == pytest.approx(6.23, abs=0.02)  # "623%"
@@ -112,45 +112,45 @@ def test_v14_lsa_linear_at_50_totals() -> None:
 
 
 @pytest.mark.parametrize(("omega", "slots"), [(50, 7), (100, 13), (200, 25)])
-def test_v15_lsa_linear_slots(omega: float, slots: int) -> None:
+def test_lsa_linear_slots(omega: float, slots: int) -> None:
     assert allocate_lsa(linear(), omega, MODELS, SOURCE_SINK).slots == slots
 
 
 @pytest.mark.parametrize(("omega", "slots"), [(50, 4), (100, 7)])
-def test_v16_mba_linear_slots(omega: float, slots: int) -> None:
+def test_mba_linear_slots(omega: float, slots: int) -> None:
     assert allocate_mba(linear(), omega, MODELS, SOURCE_SINK).slots == slots
 
 
-def test_v16_mba_linear_at_200_within_one_slot_of_the_paper() -> None:
-    """C14: the fixture gives 14, the paper 15 (±1 slot)."""
+def test_mba_linear_at_200_within_one_slot_of_the_paper() -> None:
+    """The fixture gives 14, the paper 15 (±1 slot)."""
     slots = allocate_mba(linear(), 200, MODELS, SOURCE_SINK).slots
     assert slots == 14
     assert abs(slots - 15) <= 1
 
 
 def test_mba_linear_at_50_cpu_total() -> None:
-    """C35: "323%"."""
+    """The paper's "323%"."""
     assert allocate_mba(linear(), 50, MODELS, SOURCE_SINK).total_cpu == pytest.approx(3.23, abs=0.02)
 
 
 @pytest.mark.parametrize(("omega", "memory", "slots"), [(50, 6.28, 7), (100, 12.55, 13)])
-def test_v17_lsa_star_memory(omega: float, memory: float, slots: int) -> None:
+def test_lsa_star_memory(omega: float, memory: float, slots: int) -> None:
     a = allocate_lsa(star(), omega, MODELS, SOURCE_SINK)
-    assert a.total_memory == pytest.approx(memory, abs=0.1)  # A23: ±0.1 slot
+    assert a.total_memory == pytest.approx(memory, abs=0.1)  # ±0.1 slot
     assert a.slots == slots
 
 
-def test_v18_thread_totals_linear_at_100() -> None:
+def test_thread_totals_linear_at_100() -> None:
     lsa = allocate_lsa(linear(), 100, MODELS, SOURCE_SINK).total_threads
     mba = allocate_mba(linear(), 100, MODELS, SOURCE_SINK).total_threads
     assert (lsa, mba) == (87, 333)
-    assert 2.5 <= mba / lsa <= 4.5  # C16: the paper's "≈3×"
+    assert 2.5 <= mba / lsa <= 4.5  # the paper's "≈3×"
 
 
 @pytest.mark.parametrize("omega", [50, 100, 200])
 @pytest.mark.parametrize("dag", [linear, star, diamond])
 def test_mba_needs_fewer_slots_than_lsa_on_the_micro_dags(omega: float, dag: Callable[[], TaskGraph]) -> None:
-    """C15, first half: MBA allocates fewer slots than LSA for every micro-DAG and rate."""
+    """MBA allocates fewer slots than LSA for every micro-DAG and rate, as the paper claims."""
     graph = dag()
     lsa = allocate_lsa(graph, omega, MODELS, SOURCE_SINK).slots
     mba = allocate_mba(graph, omega, MODELS, SOURCE_SINK).slots
@@ -159,9 +159,9 @@ def test_mba_needs_fewer_slots_than_lsa_on_the_micro_dags(omega: float, dag: Cal
 
 @pytest.mark.parametrize("omega", [50, 100, 200])
 def test_lsa_over_mba_slot_ratio_on_linear(omega: float) -> None:
-    """C15, second half: LSA/MBA ∈ [1.5, 2.2] (Linear: 7/4, 13/7, 25/14; the paper: "nearly twice").
+    """LSA/MBA ∈ [1.5, 2.2] (Linear: 7/4, 13/7, 25/14; the paper: "nearly twice").
 
-    Only Linear is asserted: it is the DAG the spec's fixture is checked on (Star@100 gives 13/9).
+    Only Linear is asserted: it is the DAG the fixture is checked on (Star@100 gives 13/9).
     """
     lsa = allocate_lsa(linear(), omega, MODELS, SOURCE_SINK).slots
     mba = allocate_mba(linear(), omega, MODELS, SOURCE_SINK).slots

@@ -1,4 +1,4 @@
-"""Seed 003 §3 and §4.3: Eqs. (1)–(4) against spec §8 E1, E2 (claims A1, A2; tolerance 1e-9)."""
+"""P-Deployer: Eqs. (1)–(4) against worked examples (tolerance 1e-9)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from stormscale.planner.sizing.pdeployer import (
     task_demands,
 )
 
-from .vectors import E4_PARALLELISM, e2_graph, e4_graph, e5_graph
+from .vectors import CHAIN_PARALLELISM, chain_graph, fig3_graph, pipeline_graph
 
 TOL = 1e-9
 
 
-def test_e1_eq1_and_eq2() -> None:
+def test_eq1_and_eq2() -> None:
     profile = TaskProfile(c_p=0.05, c_t=0.01, m_pt=0.1)
     assert cpu_min(profile, 500.0) == pytest.approx(25.0, abs=TOL)
     assert cpu_max(profile, 500.0, 1500.0) == pytest.approx(45.0, abs=TOL)
@@ -26,8 +26,8 @@ def test_e1_eq1_and_eq2() -> None:
     assert memory_consumption(profile, 500.0, 1500.0) == pytest.approx(200.0, abs=TOL)
 
 
-def test_e2_eq3_inter_node_ratio() -> None:
-    demands = {d.op: d for d in task_demands(e2_graph(), {"J": 2, "S": 1, "W": 2})}
+def test_eq3_inter_node_ratio() -> None:
+    demands = {d.op: d for d in task_demands(fig3_graph(), {"J": 2, "S": 1, "W": 2})}
     s = demands["S"]
     remote_in = 500 / (2 * 1) * (2 - 1)
     remote_out = 2500 / (2 * 1) * (2 - 1)
@@ -37,7 +37,7 @@ def test_e2_eq3_inter_node_ratio() -> None:
     assert s.cpu_max == pytest.approx(80.0, abs=TOL)
     collocated = s.cpu({"J": 1, "W": 1})
     assert collocated == pytest.approx(65.0, abs=TOL)
-    # A2: C is linear in the inter-node ratio, from C_min to C_max (Obs. 1)
+    # C is linear in the inter-node ratio, from C_min to C_max (Obs. 1)
     assert collocated == pytest.approx(s.cpu_min + ratio * (s.cpu_max - s.cpu_min), abs=TOL)
     # Eq. (3) is Eq. (1) with Θ given by Adj
     assert collocated == pytest.approx(cpu_consumption(s.profile, 500.0, remote_in, remote_out), abs=TOL)
@@ -45,14 +45,14 @@ def test_e2_eq3_inter_node_ratio() -> None:
 
 @pytest.mark.parametrize("adj", [{}, {"J": 1}, {"W": 2}, {"J": 2, "W": 1}, {"J": 2, "W": 2}])
 def test_eq3_is_linear_in_each_adj(adj: dict[str, int]) -> None:
-    s = {d.op: d for d in task_demands(e2_graph(), {"J": 2, "S": 1, "W": 2})}["S"]
+    s = {d.op: d for d in task_demands(fig3_graph(), {"J": 2, "S": 1, "W": 2})}["S"]
     w_j, w_w = 500 / 2, 2500 / 2
     expected = 50.0 + 0.01 * (w_j * (2 - adj.get("J", 0)) + w_w * (2 - adj.get("W", 0)))
     assert s.cpu(adj) == pytest.approx(expected, abs=TOL)
 
 
-def test_e4_demands_with_ingress_always_remote() -> None:
-    demands = {d.op: d for d in task_demands(e4_graph(), E4_PARALLELISM)}
+def test_chain_demands_with_ingress_always_remote() -> None:
+    demands = {d.op: d for d in task_demands(chain_graph(), CHAIN_PARALLELISM)}
     got = {op: (d.cpu_max, d.cpu_min, d.memory) for op, d in demands.items()}
     assert got == {
         "S": pytest.approx((80.0, 50.0, 200.0), abs=TOL),
@@ -61,8 +61,8 @@ def test_e4_demands_with_ingress_always_remote() -> None:
     }
 
 
-def test_e5_demands() -> None:
-    demands = task_demands(e5_graph(), {"K": 1, "J": 2, "S": 2, "W": 3})
+def test_pipeline_demands() -> None:
+    demands = task_demands(pipeline_graph(), {"K": 1, "J": 2, "S": 2, "W": 3})
     assert [d.op for d in demands] == ["K", "J", "S", "W"]
     got = {d.op: (d.cpu_max, d.cpu_min, d.memory) for d in demands}
     assert got == {
@@ -73,12 +73,12 @@ def test_e5_demands() -> None:
     }
 
 
-def test_a1_processing_term_is_the_operator_share_not_one_upstream_task_share() -> None:
-    # Eq. (3) as printed divides S_k by P_op_k·P_op; A1 uses S_k/P_op (identical when P_op_k = 1).
-    c = {d.op: d for d in task_demands(e4_graph(), E4_PARALLELISM)}["C"]
+def test_processing_term_is_the_operator_share_not_one_upstream_task_share() -> None:
+    # Eq. (3) as printed divides S_k by P_op_k·P_op; we use S_k/P_op (identical when P_op_k = 1).
+    c = {d.op: d for d in task_demands(chain_graph(), CHAIN_PARALLELISM)}["C"]
     assert c.s_in * c.profile.c_p == pytest.approx(1000 / 2 * 0.08, abs=TOL)
 
 
-def test_a7_ingress_is_always_remote() -> None:
-    s = {d.op: d for d in task_demands(e4_graph(), E4_PARALLELISM)}["S"]
+def test_ingress_is_always_remote() -> None:
+    s = {d.op: d for d in task_demands(chain_graph(), CHAIN_PARALLELISM)}["S"]
     assert s.cpu({"B": 2}) == pytest.approx(1000 * 0.02 + 1000 * 0.03, abs=TOL)

@@ -1,4 +1,4 @@
-"""Seed 004's container level for a plan's units on pods of K slots (elasticity/units.py)."""
+"""Multi-level elasticity's container level for a plan's units on pods of K slots (elasticity/units.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_a_pod_with_headroom_takes_the_unit_as_an_executor_in_its_worker() -> No
     ("pod", "why"),
     [
         (SlotPod(({"split": 1},), cpu=0.95), "pod 0 at 95% CPU"),  # overloaded: cpu > θ_cpu (strict)
-        (SlotPod(({"split": 1, "count": 1},), cpu=0.30), "pod 0 full (2 of 2 executors)"),  # A4's cap
+        (SlotPod(({"split": 1, "count": 1},), cpu=0.30), "pod 0 full (2 of 2 executors)"),  # the vCPU cap
         (SlotPod(({"split": 1},), cpu=None), "pod 0 not measured"),  # headroom unknown
     ],
 )
@@ -63,7 +63,7 @@ def test_the_least_loaded_eligible_pod_wins_ties_go_to_the_oldest() -> None:
     pods = [SlotPod(({"a": 1},), 0.6), SlotPod(({"b": 1},), 0.2), SlotPod(({"c": 1},), 0.2)]
     plan = grow(pods, {"d": 1})
     assert plan.choices[0].pod == 1
-    assert plan.pods[1].workers == ({"b": 1, "d": 1},)  # seed 004: the existing worker (R-process)
+    assert plan.pods[1].workers == ({"b": 1, "d": 1},)  # multi-level elasticity: the existing worker
 
 
 def test_the_executor_joins_the_worker_that_runs_its_component() -> None:

@@ -1,4 +1,4 @@
-"""Predicates and signals: TV1 (health), TV2 (overload), TV9 (filter), TV10 (spout health), TV11 (deltas)."""
+"""Predicates and signals: health, overload, the noise filter, spout health, counter deltas."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from stormscale.planner.elasticity.signals import (
 )
 
 
-def test_tv1_health_threshold_is_strict() -> None:
+def test_health_threshold_is_strict() -> None:
     at_threshold = health(5400, 6000)
     assert at_threshold == pytest.approx(0.9, abs=1e-12)
     assert not is_congested(at_threshold)
@@ -38,10 +38,10 @@ def test_tv1_health_threshold_is_strict() -> None:
     assert is_congested(below)
 
 
-def test_tv1_no_input_means_no_decision() -> None:
+def test_no_input_means_no_decision() -> None:
     assert health(0, 0) is None
     assert not is_congested(health(0, 0))
-    assert health(50, 60) is None  # A6: fewer than minSamples = 100 tuples
+    assert health(50, 60) is None  # fewer than minSamples = 100 tuples
     assert health(50, 60, min_samples=0) == pytest.approx(50 / 60)
 
 
@@ -55,7 +55,7 @@ def test_received_sums_predecessor_streams_and_all_grouping_reaches_every_instan
     ("cpu", "mem", "expected"),
     [(0.90, 0.50, False), (0.91, 0.10, True), (0.30, 0.95, True), (0.90, 0.90, False)],
 )
-def test_tv2_overload_is_strict(cpu: float, mem: float, expected: bool) -> None:
+def test_overload_is_strict(cpu: float, mem: float, expected: bool) -> None:
     assert is_overloaded(cpu, mem) is expected
 
 
@@ -64,23 +64,23 @@ def test_thresholds_are_configurable() -> None:
     assert is_congested(0.94, min_health=0.95)
 
 
-def test_tv9_three_consecutive_observations_at_ten_seconds() -> None:
+def test_three_consecutive_observations_at_ten_seconds() -> None:
     observations = [0.85, 0.95, 0.85, 0.85, 0.85]
     congested = [is_congested(h) for h in observations]
     assert required_observations(10) == 3
     assert first_trigger(congested, required_observations(10)) == 4  # the 5th observation
     assert required_observations(60) == 1
     assert first_trigger(congested, required_observations(60)) == 0
-    assert required_observations(30) == 3  # A11
+    assert required_observations(30) == 3  # the cautious reading of §3.1
 
 
-def test_tv10_spout_health() -> None:
+def test_spout_health() -> None:
     h = spout_health(18000, target_rate=500, period=60)
     assert h == pytest.approx(0.6)
     assert is_congested(h)
 
 
-def test_tv11_counter_deltas() -> None:
+def test_counter_deltas() -> None:
     assert counter_delta(1_000_000, 1_240_000) == 240_000
     assert counter_rate(1_000_000, 1_240_000, 60) == pytest.approx(4000)
     assert counter_delta(1_240_000, 3_000) is None

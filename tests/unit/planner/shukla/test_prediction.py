@@ -1,4 +1,4 @@
-"""Seed 001: the model-based prediction of a mapping (spec §4.6, vectors P1–P4 of §6.5; C19–C21, C10)."""
+"""Shukla & Simmhan: the model-based prediction of a mapping (§8.5 of the paper)."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ def _table_slots(*threads: int) -> Placement:
     return Placement("test", (Pod(tuple(Slot({"T": n}) for n in threads)),))
 
 
-def test_p1_lsa_rsm_table_layout() -> None:
-    """P1 / C19: {2, 2, 2, 2, 9} Table threads → 4·ℐ_T(2) + ℐ_T(9) = 30 t/s (observed 35)."""
+def test_lsa_rsm_table_layout() -> None:
+    """{2, 2, 2, 2, 9} Table threads → 4·ℐ_T(2) + ℐ_T(9) = 30 t/s (observed 35)."""
     assert task_capacity(_table_slots(2, 2, 2, 2, 9), "T", T) == 30
 
 
-def test_p2_sam_table_bundles_under_shuffle() -> None:
-    """P2 / C20: {60, 60, 40} at 100 t/s → 37.5 / 37.5 / 25 (paper "37/37/26", ±1.5); Ω_max,T = 80."""
+def test_sam_table_bundles_under_shuffle() -> None:
+    """{60, 60, 40} at 100 t/s → 37.5 / 37.5 / 25 (paper "37/37/26", ±1.5); Ω_max,T = 80."""
     placement = _table_slots(60, 60, 40)
     assert slot_arrivals(placement, "T", T, 100, Routing.SHUFFLE) == pytest.approx([37.5, 37.5, 25.0])
     assert slot_arrivals(placement, "T", T, 100, Routing.SHUFFLE) == pytest.approx([37, 37, 26], abs=1.5)
@@ -44,13 +44,13 @@ def test_p2_sam_table_bundles_under_shuffle() -> None:
     assert predict(placement, {"T": T}, graph, routing=Routing.SHUFFLE).rate == pytest.approx(80)
 
 
-def test_p3_interpolated_table_rate() -> None:
-    """P3 / C21: ℐ_T(3) = 6 (observed ≈ 9)."""
+def test_interpolated_table_rate() -> None:
+    """ℐ_T(3) = 6 (observed ≈ 9)."""
     assert T.rate(3) == pytest.approx(6.0)
 
 
-def test_p4_under_loaded_parse_thread() -> None:
-    """P4 / C10: one X thread receiving 170 t/s → 85 % · 170/310 = 46.6 % ("47%"; observed 32 %)."""
+def test_under_loaded_parse_thread() -> None:
+    """One X thread receiving 170 t/s → 85 % · 170/310 = 46.6 % ("47%"; observed 32 %)."""
     cpu, memory = slot_usage(X, 1, 170)
     assert cpu == pytest.approx(0.85 * 170 / 310, abs=1e-9)
     assert cpu == pytest.approx(0.47, abs=0.01)

@@ -1,4 +1,4 @@
-"""Seed 001: the performance model 𝒫_i (spec §2.1, §2.9) and GetRate (§3.1, claim C1)."""
+"""Shukla & Simmhan: the performance model 𝒫_i and GetRate ."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .fixture import MODELS, star
 def test_derived_functions_of_the_table_model() -> None:
     t = MODELS["T"]
     assert t.single_rate == 3  # ω̄_T
-    assert t.peak_rate == 40  # ω̂_T (A1: 40, not the §5.3 "60")
+    assert t.peak_rate == 40  # ω̂_T (40, not the paper's "60" in its text)
     assert t.peak_threads == 60  # τ̂_T
     assert t.threads_for(20) == 40  # 𝒯_T(20)
     assert t.threads_for(10) == 9  # "9 threads support 10"
@@ -28,7 +28,7 @@ def test_derived_functions_of_the_table_model() -> None:
 
 def test_interpolation_is_piecewise_linear_and_clamped() -> None:
     t = MODELS["T"]
-    assert t.rate(3) == pytest.approx(6.0)  # P3 / C21: between (2, 5) and (4, 7)
+    assert t.rate(3) == pytest.approx(6.0)  # between (2, 5) and (4, 7)
     assert t.rate(0) == 0.0
     assert t.rate(500) == 35  # clamped to the last point
     b = MODELS["B"]
@@ -38,7 +38,7 @@ def test_interpolation_is_piecewise_linear_and_clamped() -> None:
 
 def test_threads_for_takes_the_smallest_measured_count_or_interpolates() -> None:
     t = MODELS["T"]
-    assert t.threads_for(6) == 4  # the grid: the next measured τ ("over-estimate", A12)
+    assert t.threads_for(6) == 4  # the grid: the next measured τ ("over-estimate")
     assert t.threads_for(6, interpolate=True) == 3
     with pytest.raises(ValueError, match="above the peak rate"):
         t.threads_for(41)
@@ -90,7 +90,7 @@ def test_models_from_dict_names_the_task() -> None:
 
 
 def test_get_rate_on_the_star() -> None:
-    """C1: a, b = Ω; hub = 2Ω; d, e = 2Ω each (duplicate semantics); the sink receives 4Ω."""
+    """a, b = Ω; hub = 2Ω; d, e = 2Ω each (duplicate semantics); the sink receives 4Ω."""
     rates = star().input_rates(100)
     assert rates == {"src": 100, "B": 100, "T": 100, "X": 200, "P": 200, "F": 200, "sink": 400}
 

@@ -1,4 +1,4 @@
-"""Algorithm 1's load plan, its monitoring rules and the table derivation (spec §4.2, A5, A18, TV9)."""
+"""Algorithm 1's load plan, its monitoring rules and the table derivation (multi-level elasticity §3.1)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_warm_up_windows_are_not_monitored() -> None:
     assert state.levels == ()
 
 
-def test_tv9_benchmark_with_three_consecutive_observations() -> None:
+def test_benchmark_with_three_consecutive_observations() -> None:
     params = BenchmarkParams(0, 0, 2000, 150, 10, observations=3)
     state = BenchmarkState(minimal_layout([PARSER]))
     fired = []

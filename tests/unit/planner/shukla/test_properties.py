@@ -1,4 +1,4 @@
-"""Seed 001 invariants on random performance models and DAGs (hypothesis)."""
+"""Shukla & Simmhan invariants on random performance models and DAGs (hypothesis)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def _capacity_mba(model: PerformanceModel, allocation_full: int, residual_thread
 @settings(max_examples=150, deadline=None)
 @given(models(), st.floats(0.0, 1000.0))
 def test_lsa_sustains_its_target_in_its_own_model(model: PerformanceModel, omega: float) -> None:
-    """LSA's model: every thread sustains ω̄_i, so τ_i · ω̄_i ≥ ω_i; τ_i = ⌈ω_i/ω̄_i⌉ (C2)."""
+    """LSA's model: every thread sustains ω̄_i, so τ_i · ω̄_i ≥ ω_i; τ_i = ⌈ω_i/ω̄_i⌉."""
     a = lsa_task("t", model, omega)
     assert a.threads * model.single_rate >= omega * (1 - TOL)
     assert (a.threads - 1) * model.single_rate < omega * (1 + TOL) or a.threads == 0
@@ -129,7 +129,7 @@ def test_mba_sam_places_every_thread_once_within_slots_and_sustains_omega(
 def test_rsm_places_every_thread_once_within_vm_cpu_and_slot_memory(
     problem: tuple[TaskGraph, dict[str, PerformanceModel], float], allocator: str
 ) -> None:
-    """RSM (C33): VM CPU ≤ p_j and slot memory ≤ 1.00 (its promise); every thread once."""
+    """RSM: VM CPU ≤ p_j and slot memory ≤ 1.00 (its promise); every thread once."""
     graph, found, omega = problem
     allocate = allocate_lsa if allocator == "lsa" else allocate_mba
     allocation = allocate(graph, omega, found)
@@ -160,7 +160,7 @@ def test_dsm_places_every_thread_once(
 def test_lsa_needs_at_least_the_slots_of_mba_on_the_micro_dags(
     dag: Callable[[], TaskGraph], omega: float
 ) -> None:
-    """C15 where the spec claims it: the micro-DAGs with SHUKLA_FIXTURE_V1, here at any Ω ≤ 300.
+    """MBA below LSA where the paper claims it: the micro-DAGs with SHUKLA_FIXTURE_V1, here at any Ω ≤ 300.
 
     Not a theorem: a task whose one thread already peaks at low CPU costs LSA c̄_i per thread but MBA
     1.00 per slot, so on other models MBA can need more.

@@ -1,4 +1,4 @@
-"""Table 1 of seed 004 (the DDoS parser) as a configuration table, and a window builder."""
+"""Multi-level elasticity's Table 1 (the DDoS parser) as a configuration table, and a window builder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001: acquisition (§4.1) and the mappings DSM, RSM, SAM (spec §6.1–6.3, §6.6; C6, C7, C22, C23)."""
+"""Shukla & Simmhan: acquisition and the mappings DSM, RSM, SAM, on the paper's examples."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _task(task: str, threads: int, tau_hat: int, full: int, residual: Bundle | N
 
 
 def _fig4() -> Allocation:
-    """Fig. 4's DAG in BFS order B, O, Y, G: 5, 4, 3, 5 threads, τ̂ = 2, 3, 3, 4 (spec §6.2)."""
+    """Fig. 4's DAG in BFS order B, O, Y, G: 5, 4, 3, 5 threads, τ̂ = 2, 3, 3, 4."""
     return Allocation(
         Allocator.MBA,
         0.0,
@@ -52,7 +52,7 @@ def _slots(placement: Placement) -> list[dict[str, int]]:
 
 
 def test_dsm_fig4() -> None:
-    """§6.1 / C6: s11 B1 O2 G1 · s12 B2 O3 G2 · s21 B3 O4 G3 · s22 B4 Y1 G4 · s31 B5 Y2 G5 · s32 O1 Y3."""
+    """Fig. 4: s11 B1 O2 G1 · s12 B2 O3 G2 · s21 B3 O4 G3 · s22 B4 Y1 G4 · s31 B5 Y2 G5 · s32 O1 Y3."""
     expected = [
         {"B": 1, "O": 1, "G": 1},
         {"B": 1, "O": 1, "G": 1},
@@ -69,7 +69,7 @@ def test_dsm_fig4() -> None:
 
 
 def test_sam_fig4() -> None:
-    """§6.2 / C7: full bundles on s11, s12, s21, s22, s31; O4, G5, B5 share s32, left with (0.10, 0.40)."""
+    """Fig. 4: full bundles on s11, s12, s21, s22, s31; O4, G5, B5 share s32, left with (0.10, 0.40)."""
     allocation = _fig4()
     assert allocation.slots == 6  # ⌈5.9⌉
     placement = map_sam(allocation, [2, 2, 2])
@@ -79,7 +79,7 @@ def test_sam_fig4() -> None:
 
 
 def test_rsm_fig4_first_sweeps() -> None:
-    """§6.3 (qualitative): B1, O1, Y1 → s11; G1 → s12 (s11 full, same VM closest); then s12 and s21."""
+    """Fig. 4 (qualitative): B1, O1, Y1 → s11; G1 → s12 (s11 full, same VM closest); then s12 and s21."""
     allocation = Allocation(
         Allocator.MBA,
         0.0,
@@ -95,7 +95,7 @@ def test_rsm_fig4_first_sweeps() -> None:
 
 
 def test_rsm_checks_cpu_per_vm_and_memory_per_slot() -> None:
-    """C33: a slot may hold more than 1.00 CPU (the VM's CPU is shared), never more than 1.00 memory."""
+    """A slot may hold more than 1.00 CPU (the VM's CPU is shared), never more than 1.00 memory."""
     allocation = Allocation(Allocator.MBA, 0.0, (TaskAllocation("cpu-heavy", 0.0, 4, 3.2, 0.4),))
     placement = map_rsm(allocation, [4])
     assert _slots(placement)[0] == {"cpu-heavy": 4}
@@ -105,18 +105,18 @@ def test_rsm_checks_cpu_per_vm_and_memory_per_slot() -> None:
 
 
 def test_rsm_demand_defaults_follow_the_allocator() -> None:
-    """A7: LSA packs with 𝒞(1), ℳ(1); MBA with c_i/τ_i, m_i/τ_i."""
+    """LSA packs with 𝒞(1), ℳ(1); MBA with c_i/τ_i, m_i/τ_i."""
     lsa = allocate_lsa(linear(), 50, MODELS, SOURCE_SINK)
     assert "demand: single-thread" in map_until_fits(lsa, map_rsm).placement.notes
     mba = allocate_mba(linear(), 50, MODELS, SOURCE_SINK)
     assert "demand: allocation-average" in map_until_fits(mba, map_rsm).placement.notes
     single = partial(map_rsm, demand=RsmDemand.SINGLE_THREAD)
-    with pytest.raises(MappingError):  # m̄_B = 23.92 %: 470 Blob threads never fit 20 slots (A7)
+    with pytest.raises(MappingError):  # m̄_B = 23.92 %: 470 Blob threads never fit 20 slots
         single(allocate_mba(linear(), 280, MODELS, SOURCE_SINK), [4] * 5)
 
 
 def test_sam_literal_full_bundle_test_gives_residual_threads_whole_slots() -> None:
-    """A3: with τ̂_X = 1 the literal ``τ_i ≥ τ̂_i`` puts the 46.6 % residual thread alone on a slot."""
+    """With τ̂_X = 1 the literal ``τ_i ≥ τ̂_i`` puts the 46.6 % residual thread alone on a slot."""
     allocation = Allocation(
         Allocator.MBA, 480.0, (mba_task("X", MODELS["X"], 480), mba_task("P", MODELS["P"], 20))
     )
@@ -128,7 +128,7 @@ def test_sam_literal_full_bundle_test_gives_residual_threads_whole_slots() -> No
 
 @pytest.mark.parametrize(("omega", "extra", "literal"), [(50, 0, 3), (100, 0, 4), (200, 1, 4)])
 def test_sam_extra_slots_on_linear(omega: float, extra: int, literal: int) -> None:
-    """A3 / C22: bundle-count SAM needs +0/+0/+1 slots over ρ; the literal test +3 to +4."""
+    """Bundle-count SAM needs +0/+0/+1 slots over ρ; the literal test +3 to +4."""
     allocation = allocate_mba(linear(), omega, MODELS, SOURCE_SINK)
     assert map_until_fits(allocation, map_sam).extra_slots == extra
     literal_sam = partial(map_sam, bundles=SamBundles.LITERAL)
@@ -137,7 +137,7 @@ def test_sam_extra_slots_on_linear(omega: float, extra: int, literal: int) -> No
 
 @pytest.mark.parametrize("omega", [50, 100, 200])
 def test_rsm_with_lsa_needs_at_least_the_extras_of_sam_with_mba_on_linear(omega: float) -> None:
-    """C22: SAM extras ∈ {0, 1}; RSM (with LSA) extras ≥ SAM extras."""
+    """SAM extras ∈ {0, 1}; RSM (with LSA) extras ≥ SAM extras."""
     sam = map_until_fits(allocate_mba(linear(), omega, MODELS, SOURCE_SINK), map_sam).extra_slots
     rsm = map_until_fits(allocate_lsa(linear(), omega, MODELS, SOURCE_SINK), map_rsm).extra_slots
     assert sam in {0, 1}
@@ -147,7 +147,7 @@ def test_rsm_with_lsa_needs_at_least_the_extras_of_sam_with_mba_on_linear(omega:
 @pytest.mark.parametrize("omega", [50, 100, 200])
 @pytest.mark.parametrize("dag", [linear, star])
 def test_sam_shares_at_most_one_slot_per_task(omega: float, dag: Callable[[], TaskGraph]) -> None:
-    """C23: slots holding more than one task ≤ |𝕋| (the paper's "|𝕍|", A4)."""
+    """Slots holding more than one task ≤ |𝕋| (the paper's "|𝕍|" is a typo)."""
     allocation = allocate_mba(dag(), omega, MODELS, SOURCE_SINK)
     placement = map_until_fits(allocation, map_sam).placement
     mixed = sum(1 for s in _slots(placement) if len(s) > 1)
@@ -166,14 +166,14 @@ def test_sam_shares_at_most_one_slot_per_task(omega: float, dag: Callable[[], Ta
     ],
 )
 def test_acquisition(slots: int, cover: tuple[int, ...], exact: tuple[int, ...]) -> None:
-    """§6.6 / C34: D3 first; the remainder by §7.1 (smallest cover) or §8.2 (exact fit)."""
+    """Acquisition: D3 first; the remainder by §7.1 (smallest cover) or §8.2 (exact fit)."""
     assert acquire_pods(slots) == cover
     assert acquire_pods(slots, rule=Acquisition.EXACT_FIT) == exact
 
 
 def test_a_task_at_rate_zero_is_still_placed_once() -> None:
     allocation = allocate_mba(linear(), 0, MODELS, SOURCE_SINK)
-    assert allocation.slots == 0  # nothing to process; source and sink are not counted (A15)
+    assert allocation.slots == 0  # nothing to process; source and sink are not counted
     for mapper in (map_dsm, map_rsm, map_sam):
         mapped = map_until_fits(allocation, mapper)
         assert mapped.extra_slots == 1

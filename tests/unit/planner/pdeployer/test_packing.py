@@ -1,4 +1,4 @@
-"""Seed 003 §5: Algorithm 1 against spec §8 E4–E7 (claim A4: assignments and n_m exact; the trace's
+"""P-Deployer: Algorithm 1 against worked examples (assignments and n_m exact; the trace's
 printed six decimals at 1e-6; demands and weights at 1e-9) and the Placement it returns."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from stormscale.planner.placement.pdeployer import (
 )
 from stormscale.planner.sizing.pdeployer import task_demands
 
-from .vectors import E4_PARALLELISM, e4_graph, e5_graph, isolated_tasks
+from .vectors import CHAIN_PARALLELISM, chain_graph, isolated_tasks, pipeline_graph
 
 TOL = 1e-9
-PRINTED = 1e-6  # the spec prints p to six decimals
+PRINTED = 1e-6  # the worked examples print p to six decimals
 
 
 def names(packing: Packing) -> list[list[str]]:
@@ -28,7 +28,7 @@ def names(packing: Packing) -> list[list[str]]:
 
 
 def expected(machine: int, task: str, s: float, c_hat: float, p: float) -> tuple[object, ...]:
-    """One row of the spec's trace: s and Ĉ exact (1e-9), p as printed (six decimals)."""
+    """One row of the worked example's trace: s and Ĉ exact (1e-9), p as printed (six decimals)."""
     return (
         machine,
         task,
@@ -38,12 +38,12 @@ def expected(machine: int, task: str, s: float, c_hat: float, p: float) -> tuple
     )
 
 
-def e4(w_c: float) -> Packing:
-    return pack(task_demands(e4_graph(), E4_PARALLELISM), MachineCapacity(w_c, 4096.0))
+def pack_chain(w_c: float) -> Packing:
+    return pack(task_demands(chain_graph(), CHAIN_PARALLELISM), MachineCapacity(w_c, 4096.0))
 
 
-def test_e4_full_trace() -> None:
-    packing = e4(200.0)
+def test_chain_full_trace() -> None:
+    packing = pack_chain(200.0)
     assert (packing.a_c, packing.a_m) == pytest.approx((0.35, 0.0439453125), abs=TOL)
     trace = [(s.machine, str(s.task), s.saving, s.c_hat, s.priority) for s in packing.steps]
     assert trace == [
@@ -59,32 +59,32 @@ def test_e4_full_trace() -> None:
     assert [m.memory for m in packing.machines] == pytest.approx([600.0, 300.0], abs=TOL)
 
 
-def test_e4_step1_tie_between_s1_and_b1_goes_to_order() -> None:
+def test_chain_step1_tie_between_s1_and_b1_goes_to_order() -> None:
     # S1 and B1 have the same demands on an empty machine: the same p; the first in order wins.
-    packing = e4(200.0)
+    packing = pack_chain(200.0)
     assert packing.steps[0].priority == pytest.approx(
         priority(0.0, 0.4, 200 / 4096, 1.0, 1.0, a_r=1.0, a_c=packing.a_c, a_m=packing.a_m), abs=1e-15
     )
     assert str(packing.steps[0].task) == "S1"
 
 
-def test_e4_c1_does_not_fit_the_first_machine() -> None:
+def test_chain_c1_does_not_fit_the_first_machine() -> None:
     # 0.9 − 0.075 + 0.2 = 1.025 > 1: the first machine closes after B2.
-    packing = e4(200.0)
+    packing = pack_chain(200.0)
     assert sum(s.c_hat for s in packing.steps[:3]) - 0.15 == pytest.approx(0.9, abs=TOL)
     assert packing.steps[3].machine == 2
 
 
-def test_e4_bigger_machine() -> None:
-    packing = e4(300.0)
+def test_chain_bigger_machine() -> None:
+    packing = pack_chain(300.0)
     assert names(packing) == [["S1", "B1", "B2", "C1", "C2"]]
     assert packing.machines[0].cpu == pytest.approx(230.0, abs=TOL)
     assert [s.saving for s in packing.steps] == pytest.approx([0.0, 0.1, 0.1, 0.1, 0.1], abs=TOL)
 
 
-def test_e4_smaller_machine_is_infeasible() -> None:
+def test_chain_smaller_machine_is_infeasible() -> None:
     with pytest.raises(InfeasibleTask) as raised:
-        e4(60.0)
+        pack_chain(60.0)
     assert raised.value.op == "S"
     assert raised.value.c_hat == pytest.approx(80 / 60, abs=TOL)
     assert InfeasibleTask is InfeasibleTaskError
@@ -92,11 +92,11 @@ def test_e4_smaller_machine_is_infeasible() -> None:
 
 def test_infeasible_on_memory() -> None:
     with pytest.raises(InfeasibleTaskError, match="'S'"):
-        pack(task_demands(e4_graph(), E4_PARALLELISM), MachineCapacity(200.0, 199.0))
+        pack(task_demands(chain_graph(), CHAIN_PARALLELISM), MachineCapacity(200.0, 199.0))
 
 
-def test_e5_full_plan() -> None:
-    plan = plan_deployment(e5_graph(), MachineCapacity(200.0, 4096.0))
+def test_pipeline_full_plan() -> None:
+    plan = plan_deployment(pipeline_graph(), MachineCapacity(200.0, 4096.0))
     assert plan.parallelism == {"K": 1, "J": 2, "S": 2, "W": 3}
     packing = plan.packing
     assert (packing.a_c, packing.a_m) == pytest.approx((0.22125, 0.04638671875), abs=TOL)
@@ -107,7 +107,7 @@ def test_e5_full_plan() -> None:
     assert [m.memory for m in packing.machines] == pytest.approx([1380.0, 140.0], abs=TOL)
 
 
-E6 = {
+TWO_DIMENSIONAL = {
     "a": (0.6, 0.25),
     "b": (0.3, 0.7),
     "c": (0.4, 0.1),
@@ -117,9 +117,9 @@ E6 = {
 }
 
 
-def test_e6_two_dimensional_packing_without_communication() -> None:
-    graph = isolated_tasks(E6)
-    packing = pack(task_demands(graph, dict.fromkeys(E6, 1)), MachineCapacity(1.0, 1.0))
+def test_two_dimensional_packing_without_communication() -> None:
+    graph = isolated_tasks(TWO_DIMENSIONAL)
+    packing = pack(task_demands(graph, dict.fromkeys(TWO_DIMENSIONAL, 1)), MachineCapacity(1.0, 1.0))
     assert (packing.a_c, packing.a_m) == pytest.approx((0.35, 2.15 / 6), abs=TOL)
     assert names(packing) == [["b1", "a1"], ["e1", "d1"], ["c1", "f1"]]
     picks = [s.priority for s in packing.steps[:4]]
@@ -128,14 +128,14 @@ def test_e6_two_dimensional_packing_without_communication() -> None:
 
 
 @pytest.mark.parametrize(("n", "machines"), [(1, 1), (2, 1), (3, 1), (4, 2), (7, 3), (9, 3), (10, 4)])
-def test_e7_identical_tasks(n: int, machines: int) -> None:
+def test_identical_tasks(n: int, machines: int) -> None:
     graph = isolated_tasks({"t": (0.3 * n, 0.001 * n)})  # one operator of n tasks: Ĉ 0.3, M̂ 0.001 each
     packing = pack(task_demands(graph, {"t": n}), MachineCapacity(1.0, 1.0))
     assert packing.machine_count == machines == -(-n // 3)
 
 
-def test_e5_as_a_placement() -> None:
-    placement = plan_deployment(e5_graph(), MachineCapacity(200.0, 4096.0)).placement
+def test_pipeline_as_a_placement() -> None:
+    placement = plan_deployment(pipeline_graph(), MachineCapacity(200.0, 4096.0)).placement
     assert isinstance(placement, Placement)
     assert placement.strategy == "pdeployer"
     assert placement.pod_count == 2
