@@ -1,4 +1,4 @@
-"""The exporter's HTTP surface (issue 17, item 8): metrics on /metrics only, 404 elsewhere, bound to
+"""The exporter's HTTP surface: metrics on /metrics only, 404 elsewhere, bound to
 127.0.0.1 unless told otherwise. A real server on a free port; Nimbus is a closed local port."""
 
 from __future__ import annotations

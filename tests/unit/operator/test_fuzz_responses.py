@@ -1,4 +1,4 @@
-"""Bounded fuzzing of what the operator reads from the network (issue 17, item 4): Nimbus's Thrift
+"""Bounded fuzzing of what the operator reads from the network: Nimbus's Thrift
 answers and Prometheus's HTTP answers, served by real loopback servers to the real clients.
 
 Every example must give a value or the client's documented error (:class:`NimbusError`,

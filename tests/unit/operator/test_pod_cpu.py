@@ -239,7 +239,7 @@ class FakeApps:
     fail: Exception | None = None
 
     def read_namespaced_deployment(self, name: str, namespace: str, _request_timeout: Any) -> dict[str, Any]:
-        assert _request_timeout  # every call is bounded (issue 17)
+        assert _request_timeout  # every call is bounded
         if self.fail:
             raise self.fail
         return DEPLOYMENT
@@ -253,7 +253,7 @@ class FakeCore:
     def list_namespaced_pod(
         self, namespace: str, label_selector: str, _request_timeout: Any
     ) -> dict[str, Any]:
-        assert _request_timeout  # every call is bounded (issue 17)
+        assert _request_timeout  # every call is bounded
         self.calls.append((namespace, label_selector))
         if self.fail:
             raise self.fail

@@ -1,4 +1,4 @@
-"""Prometheus over https (issue 17, item 3): certificates are verified by default, and a CA bundle
+"""Prometheus over https: certificates are verified by default, and a CA bundle
 (argument or STORMSCALE_PROMETHEUS_CA_FILE) makes a private CA trusted. A real local TLS server with a
 self-signed certificate made by openssl."""
 

@@ -1,4 +1,4 @@
-"""Specs the CRD's schema accepts but the operator cannot act on (issue 17, item 7): each is an
+"""Specs the CRD's schema accepts but the operator cannot act on: each is an
 ``InvalidSpecError`` naming the field, and an override of a component the topology lacks marks the
 resource Degraded (InvalidSpec) with no action."""
 

@@ -1,4 +1,4 @@
-"""Hung and hostile endpoints on real local sockets (issue 17, items 2, 3 and 5): a Nimbus that trickles
+"""Hung and hostile endpoints on real local sockets: a Nimbus that trickles
 bytes, a huge Thrift frame header, a Kubernetes API server or a Prometheus that never answers. Each call
 must end by its deadline with the adapters' typed one-line error."""
 
