@@ -1,4 +1,4 @@
-"""A pass with a target rate: and sizing, the placement on pods of several slots, and the
+"""A pass with a target rate and a sizing, the placement on pods of several slots, and the
 container level of each new unit (recording fakes; tests/integration/test_operator_sizing.py runs the
 same on the real API server and a Thrift Nimbus)."""
 
