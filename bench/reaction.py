@@ -46,7 +46,7 @@ rebalances with ``wait_secs`` 5 and looks again 15 s later.
 **The dip** (``--dip``): the test bed (tests/harness/bed/stack.py) with the operator, the
 Kafka-fed JVM linear topology ``JVM_KAFKA_LINEAR`` (its load, 48 tuples/s, starts at deploy; bolt 3
 is the bottleneck at ~13/s), budget 0 applied, a steady profile; then the sink's rate every 5 s,
-from the keys it records (:func:`tests.harness.tools.moving_load.seen_count`: every line, replays
+from the keys it records (:func:`tests.harness.bed.moving_load.seen_count`: every line, replays
 included; Storm's counters restart with a rebalance) from 60 s before ``kubectl apply`` of budget 1
 until 120 s after it (at least 90 s after the rebalance). Printed: the steady rate before (the 60
 s before the apply), the minimum 5 s rate after it, the tuples lost in the minute around the

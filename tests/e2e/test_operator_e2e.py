@@ -38,14 +38,14 @@ from typing import Any
 
 import pytest
 
+from bench.accuracy_steps import Report, run_budget_steps
 from stormscale.planner import FlowModel, parse_profile, throughput
+from tests.harness.bed.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
 from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_KAFKA_AUTO
 from tests.harness.bed.stack import Scenario, Stack
 from tests.harness.bed.steady import aggregate_offline
 from tests.harness.process import new_run_dir
 from tests.harness.prometheus import dashboard
-from tests.harness.tools.accuracy import Report, run_budget_steps
-from tests.harness.tools.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 
@@ -238,7 +238,7 @@ def test_report_is_written(stack: Stack, run: Run) -> None:
 @pytest.fixture(scope="module")
 def auto(stack: Stack) -> Iterator[AutoReport]:
     """The Kafka-fed linear topology in Auto mode while its topic's load steps up ×2 and back down
-    (:data:`~tests.harness.tools.moving_load.LOAD`), on the shared stack."""
+    (:data:`~tests.harness.bed.moving_load.LOAD`), on the shared stack."""
     stack.deploy(JVM_KAFKA_AUTO)
     try:
         report = run_moving_load(stack, JVM_KAFKA_AUTO, LOAD, SCALING)
