@@ -101,9 +101,7 @@ def write_figures(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.harness.demo", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=3, help="units to add (1-3 fit the demo's tasks)")
     args = parser.parse_args(argv)
     if not 1 <= args.budget <= 3:

@@ -91,6 +91,30 @@ def wait_for(
         time.sleep(every_s)
 
 
+@overload
+def seconds_until(
+    check: Callable[[], object],
+    timeout_s: float,
+    what: str,
+    *,
+    every_s: float = ...,
+    daemons: Sequence[Exits] = ...,
+    raise_on_timeout: Literal[True] = ...,
+) -> float: ...
+
+
+@overload
+def seconds_until(
+    check: Callable[[], object],
+    timeout_s: float,
+    what: str,
+    *,
+    every_s: float = ...,
+    daemons: Sequence[Exits] = ...,
+    raise_on_timeout: bool,
+) -> float | None: ...
+
+
 def seconds_until(
     check: Callable[[], object],
     timeout_s: float,

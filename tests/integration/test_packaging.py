@@ -31,10 +31,10 @@ from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
 from tests.harness.process import free_port, http_ok
+from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
     condition,
     deployment,
-    eventually,
     get,
     manifest,
     operator,
@@ -375,13 +375,11 @@ def test_image_contents_install_and_the_entry_point_serves_health(
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         healthz = f"http://127.0.0.1:{port}/healthz"
-        eventually(lambda: http_ok(healthz), timeout_s=90, what="the installed operator's /healthz")
+        wait_for(lambda: http_ok(healthz), 90, "the installed operator's /healthz")
         control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        degraded = eventually(
-            lambda: condition(get(control_plane, namespace), "Degraded"),
-            timeout_s=60,
-            what="a status from the image",
+        degraded = wait_for(
+            lambda: condition(get(control_plane, namespace), "Degraded"), 60, "a status from the image"
         )
         assert degraded[0] == "True"  # no Nimbus at 127.0.0.1:6627: it says so and does nothing
         assert replicas(control_plane, namespace) == 4
