@@ -46,6 +46,7 @@ from tests.harness.bed.stack import Scenario, Stack
 from tests.harness.bed.steady import aggregate_offline
 from tests.harness.process import new_run_dir
 from tests.harness.prometheus import dashboard
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 
@@ -146,12 +147,12 @@ def test_the_operators_own_metrics_reach_prometheus(run: Run, stack: Stack) -> N
         result = stack.prometheus.query(promql)
         return float(result[0]["value"][1]) if result else None
 
-    deadline = time.monotonic() + 30  # a scrape every 2 s, a timer pass every 5 s
-    while value(f"stormscale_topology_applied_budget{{{resource}}}") != last.budget:
-        assert time.monotonic() < deadline, stack.prometheus.query(
-            f"stormscale_topology_applied_budget{{{resource}}}"
-        )
-        time.sleep(2)
+    wait_for(
+        lambda: value(f"stormscale_topology_applied_budget{{{resource}}}") == last.budget,
+        30,  # a scrape every 2 s, a timer pass every 5 s
+        f"stormscale_topology_applied_budget{{{resource}}} == {last.budget}",
+        every_s=2.0,
+    )
     assert value(f"sum(stormscale_topology_units{{{resource}}})") == sum(last.status_units.values())
     assert value(f"stormscale_topology_ready{{{resource}}}") == 1
     assert (value('sum(stormscale_operator_passes_total{job="stormscale-operator"})') or 0) > 0

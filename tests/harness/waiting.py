@@ -1,8 +1,9 @@
 """Waiting on a condition: the one poll loop of the test bed, its tests and its benchmarks.
 
 :func:`wait_for` calls ``check()`` until it returns something truthy and returns that value. Each
-round, in this order: call ``check``; fail at once if one of ``daemons`` has exited; past the deadline
-raise (or, with ``raise_on_timeout=False``, return the last value seen); sleep ``every_s``. ``check``
+round, in this order: fail at once if one of ``daemons`` has exited (before ``check``: a port that
+answers may be someone else's); call ``check``; past the deadline raise (or, with
+``raise_on_timeout=False``, return the last value seen); sleep ``every_s``. ``check``
 runs at least once, and once more after the last sleep before the deadline is judged.
 :func:`seconds_until` is the same wait, timed.
 """
@@ -77,13 +78,13 @@ def wait_for(
     the daemon's own failure (with its log tails) as soon as one of ``daemons`` has exited."""
     deadline = time.monotonic() + timeout_s
     while True:
-        value = check()
-        if value:
-            return value
         for daemon in daemons:
             code = daemon.exited()
             if code is not None:
                 raise daemon.failure(f"exited with code {code} while waiting for {what}")
+        value = check()
+        if value:
+            return value
         if time.monotonic() > deadline:
             if raise_on_timeout:
                 raise error(timed_out(what, timeout_s, value))

@@ -23,6 +23,7 @@ from stormscale.storm.model import ALL_TIME, Kind, StreamId, TopologyInfo
 from stormscale.storm.stats import executors_per_component
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.storm
 
@@ -49,14 +50,13 @@ def topology(storm_cluster: StormCluster, storm_supervisor: str) -> Iterator[Top
 
 def sink_reporting(client: NimbusClient, timeout_s: float = 120.0) -> TopologyInfo:
     """Wait until the sink's executor has reported executed tuples; the topology's info then."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def reporting() -> TopologyInfo | None:
         info = client.topology_info(NAME)
         sink = [e for e in info.user_executors() if e.component == "4"]
-        if sink and sink[0].window(ALL_TIME).executed:
-            return info
-        assert time.monotonic() < deadline, f"the sink never reported stats: {info}"
-        time.sleep(2)
+        return info if sink and sink[0].window(ALL_TIME).executed else None
+
+    return wait_for(reporting, timeout_s, "the sink's executed tuples on Nimbus", every_s=2.0)
 
 
 @pytest.fixture(scope="module")

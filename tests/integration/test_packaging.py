@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -284,16 +283,13 @@ def scenario(control_plane: ControlPlane, timeout_s: float) -> dict[str, Any] | 
     try:
         with operator(namespace):
             control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
+
+            def applied() -> dict[str, Any] | None:
                 resource = get(control_plane, namespace)
-                if (
-                    resource.get("status", {}).get("appliedBudget") == 2
-                    and replicas(control_plane, namespace) == 6
-                ):
-                    return resource
-                time.sleep(0.5)
-        return None
+                done = resource.get("status", {}).get("appliedBudget") == 2
+                return resource if done and replicas(control_plane, namespace) == 6 else None
+
+            return wait_for(applied, timeout_s, "budget 2 applied", raise_on_timeout=False)
     finally:
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 

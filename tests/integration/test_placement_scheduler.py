@@ -71,11 +71,13 @@ def namespace(control_plane: ControlPlane, storm_cluster: StormCluster) -> Itera
     control_plane.kubectl("delete", "deployment", DEPLOYMENT, "-n", name, "--ignore-not-found")
     control_plane.kubectl("delete", "namespace", name, "--wait=false")
     ours = {storm_cluster.launcher.host_for(f"{name}-{DEPLOYMENT}-{i}") for i in range(3)}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and ours & {
-        s.host for s in storm_cluster.nimbus.cluster_summary().supervisors
-    }:
-        time.sleep(1)
+    wait_for(
+        lambda: not ours & {s.host for s in storm_cluster.nimbus.cluster_summary().supervisors},
+        60,
+        "Nimbus to forget the namespace's Supervisors",
+        every_s=1.0,
+        raise_on_timeout=False,
+    )
 
 
 def workers(replicas: int) -> str:

@@ -119,13 +119,12 @@ def exporter(
 def next_update(client: NimbusClient, topology_id: str, component: str) -> tuple[float, int]:
     """Wait for Nimbus's next stats update of ``component``; its time and all-time executed count."""
     before = client.topology_page(topology_id, ALL_TIME).components[component].executed
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def updated() -> tuple[float, int] | None:
         now = client.topology_page(topology_id, ALL_TIME).components[component].executed
-        if now != before:
-            return time.time(), now
-        time.sleep(0.25)
-    raise AssertionError(f"no stats update of {component} in 30 s")
+        return (time.time(), now) if now != before else None
+
+    return wait_for(updated, 30, f"a stats update of {component}", every_s=0.25)
 
 
 def test_exporter_counters_and_gauges_equal_storms_own_numbers(
