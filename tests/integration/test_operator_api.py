@@ -230,8 +230,9 @@ def test_budget_applied_once_then_reapplying_changes_nothing(
         ]["managedFields"]
         assert any(m["manager"] == "stormscale" and m["operation"] == "Apply" for m in managers)
         generation = applied["metadata"]["generation"]
+        passes = len(storm.calls)
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))  # GitOps re-apply
-        time.sleep(6)  # three timer passes
+        wait_for(lambda: storm.calls[passes:].count(("describe", "linear")) >= 3, 60, "three timer passes")
         again = get(control_plane, namespace)
     assert runner.exception is None
     assert again["metadata"]["generation"] == generation

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import signal
@@ -205,7 +206,9 @@ def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
     )
     wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica", every_s=0.2)
     replica = live(pod_runner, namespace, name)[0]
-    time.sleep(1.0)  # let the interpreter start
+    wait_for(
+        lambda: spin_counts(replica.replica.log_path, 0, math.inf), 10, "the loop's first count", every_s=0.2
+    )
     pairs = [
         (
             measure_at(control_plane, namespace, name, replica, 500),
