@@ -106,6 +106,7 @@ def run(request: pytest.FixtureRequest, stack: Stack) -> Iterator[Run]:
 
 
 def test_each_budget_is_applied_to_pods_and_storm(run: Run) -> None:
+    assert [step.budget for step in run.report.steps] == list(run.shape.budgets)
     for step in run.report.steps:
         assert step.status_units == step.storm_executors, f"budget {step.budget}"
         assert sum(step.storm_executors.values()) == len(run.shape.scenario.components) + step.budget
@@ -176,6 +177,7 @@ def test_every_step_is_predicted_and_fitted_within_the_tolerance(run: Run) -> No
 
 
 def test_operator_predictions_are_recorded_for_every_strategy(run: Run) -> None:
+    assert run.report.steps[1:], "no budget after the first: nothing was predicted"
     for step in run.report.steps[1:]:
         assert set(step.operator_predicted) == {"stela", "predictive", "combined", "optimal"}
         assert step.operator_predicted["combined"] > 0
