@@ -32,9 +32,17 @@ class Exits(Protocol):
     def failure(self, reason: str) -> Exception: ...
 
 
+#: How much of the last value a timeout's message shows.
+SHOWN_CHARS = 400
+
+
 def timed_out(what: str, timeout_s: float, last: object) -> str:
-    """The message of a wait that ran out: what was awaited, for how long, and the last value seen."""
-    return f"not within {timeout_s:g} s: {what} (last seen: {last!r})"
+    """The message of a wait that ran out: what was awaited, for how long, and the last value seen
+    (its first :data:`SHOWN_CHARS` characters)."""
+    shown = repr(last)
+    if len(shown) > SHOWN_CHARS:
+        shown = shown[:SHOWN_CHARS] + " …"
+    return f"not within {timeout_s:g} s: {what} (last seen: {shown})"
 
 
 @overload

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from tests.harness.waiting import WaitTimeoutError, seconds_until, wait_for
+from tests.harness.waiting import SHOWN_CHARS, WaitTimeoutError, seconds_until, timed_out, wait_for
 
 
 class Exited:
@@ -58,3 +58,10 @@ def test_seconds_until_times_the_wait_and_says_none_when_it_gives_up() -> None:
     took = seconds_until(lambda: next(values), 5, "x", every_s=0.01)
     assert 0.02 <= took < 1
     assert seconds_until(lambda: False, 0.02, "x", every_s=0.01, raise_on_timeout=False) is None
+
+
+def test_a_long_last_value_is_cut_in_the_message() -> None:
+    said = timed_out("Ready", 60, {"status": "x" * 10_000})
+    assert said.startswith("not within 60 s: Ready (last seen: {'status': 'xxx")
+    assert len(said) < SHOWN_CHARS + 60
+    assert said.endswith(" …)")
