@@ -18,7 +18,7 @@ $(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml sp
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
 demo: venv prometheus
-	$(BIN)/python -m tests.harness.tools.demo --budget 3
+	$(BIN)/python -m tests.harness.demo --budget 3
 
 ## plan-demo: the planner alone, in a second: plan the thesis's topology 17 with 3 extra units (every strategy side by side)
 plan-demo: venv

@@ -3,7 +3,7 @@
 Run: ``make accuracy`` (or ``.venv/bin/python -m bench.accuracy [--scenarios jvm-linear ...]
 [--budgets 0 1 2 3]``). It starts the whole test bed (a :class:`~tests.harness.bed.stack.Stack`)
 and the operator; for each scenario in turn it deploys the scenario and raises the
-budget step by step (:func:`~tests.harness.tools.accuracy.run_budget_steps`; per bolt too: its executed
+budget step by step (:func:`~bench.accuracy_steps.run_budget_steps`; per bolt too: its executed
 rate from Nimbus against the rate in the operator's plan and in the fit): about 17 minutes per
 scenario for budgets 0 → 3 (measured on jvm-linear), about 100 minutes for the six
 (``jvm-kafka-linear``: the linear JVM topology reading from Kafka, its demand the topic's append
@@ -38,11 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stormscale.planner import FlowModel
-from tests.harness.bed.scenarios import SCENARIOS
-from tests.harness.bed.stack import Stack
-from tests.harness.process import new_run_dir
-from tests.harness.tools.accuracy import (
+from bench.accuracy_steps import (
     BUDGETS,
     MODELS,
     Report,
@@ -51,6 +47,10 @@ from tests.harness.tools.accuracy import (
     relative_error,
     run_budget_steps,
 )
+from stormscale.planner import FlowModel
+from tests.harness.bed.scenarios import SCENARIOS
+from tests.harness.bed.stack import Stack
+from tests.harness.process import new_run_dir
 
 OUT = Path(__file__).parent / "out"
 LOCK = Path("/tmp/stormscale-heavy.lock")

@@ -6,7 +6,7 @@ Run: ``make bench-faults`` (or ``.venv/bin/python -m bench.faults [--faults oper
 the CRD and the operator as a real ``kopf run`` process; Storm behind the light fake Nimbus; Prometheus
 behind a fake for the Storm and API-server faults, the real one (scraping the project's exporter) for
 the metrics faults. The faults and each run's checks are described in
-:mod:`tests.harness.tools.operator_faults` and :mod:`tests.harness.tools.metrics_faults`
+:mod:`bench.operator_faults` and :mod:`bench.metrics_faults`
 (tests/integration/test_operator_faults.py runs a few of each in ``make test``, ``nimbus-loses``
 aside). A run takes about 16 s (``operator-kill``), 35-55 s (``apiserver-restart``,
 ``nimbus-restart``, ``prometheus-stop``, ``metrics-stale``) or 77 s (``nimbus-loses``): 20 runs of
@@ -23,14 +23,14 @@ from dataclasses import asdict
 
 from kubernetes import config
 
+from bench import metrics_faults
+from bench import operator_faults as faults
 from bench.accuracy import heavy_lock
 from bench.fleet import OUT
+from bench.operator_faults import Fault
 from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.process import new_run_dir
-from tests.harness.tools import metrics_faults
-from tests.harness.tools import operator_faults as faults
-from tests.harness.tools.operator_faults import Fault
 
 
 def parse_faults(text: str) -> list[Fault]:

@@ -73,6 +73,7 @@ from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.paths import REPO_ROOT
 from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok, new_run_dir
+from tests.harness.waiting import wait_for
 from tests.synthetic import samples as synthetic
 
 OUT = Path(__file__).parent / "out"
@@ -498,27 +499,26 @@ def _wait_ready(
     timeout_s: float,
 ) -> None:
     """Poll until every answering resource is Ready/Applied, or ``timeout_s``; record the times."""
-    shown = -1
-    while True:
+    shown = [-1]
+
+    def all_ready() -> bool:
         items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
         for item in items:
             ready = time_to_ready(item)
             if ready is not None:
                 phase.ready_s[item["metadata"]["name"]] = ready
         done = len(phase.answering & set(phase.ready_s))
-        if done != shown:
+        if done != shown[0]:
             _progress(
                 f"[{phase.name}] {time.monotonic() - started:6.0f} s: {done}/{len(phase.answering)} Ready"
             )
-            shown = done
-        if done == len(phase.answering):
-            return
-        if operator.exited() is not None:
-            raise operator.failure("exited during the phase")
-        if time.monotonic() - started > timeout_s:
-            _progress(f"[{phase.name}] gave up after {timeout_s:.0f} s: {len(phase.starved)} never Ready")
-            return
-        time.sleep(POLL_S)
+            shown[0] = done
+        return done == len(phase.answering)
+
+    left_s = timeout_s - (time.monotonic() - started)
+    what = f"[{phase.name}] every answering resource Ready"
+    if not wait_for(all_ready, left_s, what, every_s=POLL_S, daemons=(operator,), raise_on_timeout=False):
+        _progress(f"[{phase.name}] gave up after {timeout_s:.0f} s: {len(phase.starved)} never Ready")
 
 
 def _check(phase: Phase, plane: ControlPlane, namespace: str, shared: Fakes) -> None:

@@ -46,7 +46,7 @@ rebalances with ``wait_secs`` 5 and looks again 15 s later.
 **The dip** (``--dip``): the test bed (tests/harness/bed/stack.py) with the operator, the
 Kafka-fed JVM linear topology ``JVM_KAFKA_LINEAR`` (its load, 48 tuples/s, starts at deploy; bolt 3
 is the bottleneck at ~13/s), budget 0 applied, a steady profile; then the sink's rate every 5 s,
-from the keys it records (:func:`tests.harness.tools.moving_load.seen_count`: every line, replays
+from the keys it records (:func:`tests.harness.bed.moving_load.seen_count`: every line, replays
 included; Storm's counters restart with a rebalance) from 60 s before ``kubectl apply`` of budget 1
 until 120 s after it (at least 90 s after the rebalance). Printed: the steady rate before (the 60
 s before the apply), the minimum 5 s rate after it, the tuples lost in the minute around the
@@ -89,6 +89,7 @@ from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.paths import REPO_ROOT
 from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok, new_run_dir
+from tests.harness.waiting import wait_for
 
 OUT = Path(__file__).parent / "out"
 NAME = "t-000"  # the one topology of bench/fleet.py's fakes
@@ -599,20 +600,6 @@ def start_kopf(
     return daemon
 
 
-def wait_until(check: Callable[[], Any], timeout_s: float, daemons: Sequence[Daemon] = ()) -> Any:
-    """Poll ``check()`` every :data:`POLL_S` until truthy; its last value after ``timeout_s``. Raise
-    if one of ``daemons`` has exited."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        for d in daemons:
-            if d.exited() is not None:
-                raise d.failure("exited during the benchmark")
-        time.sleep(POLL_S)
-
-
 @dataclass
 class Side:
     """One namespace of the run: who runs there, its process and its watches."""
@@ -636,8 +623,13 @@ def measure_apply(side: Side, plane: ControlPlane, shared: fleet.Fakes, index: i
     started = time.time()
     plane.kubectl("apply", "-f", "-", stdin=manifest)
     returned = time.time()
-    scaled = wait_until(
-        lambda: side.deployments.first(started, lambda r: r == replicas), APPLY_TIMEOUT_S, [side.daemon]
+    scaled = wait_for(
+        lambda: side.deployments.first(started, lambda r: r == replicas),
+        APPLY_TIMEOUT_S,
+        f"{replicas} replicas",
+        every_s=POLL_S,
+        daemons=[side.daemon],
+        raise_on_timeout=False,
     )
     if side.who == "floor":
         return Apply(side.who, index, budget, replicas, started, returned, scaled)
@@ -648,12 +640,31 @@ def measure_apply(side: Side, plane: ControlPlane, shared: fleet.Fakes, index: i
 
     assert side.resources is not None
     resources = side.resources
-    at = wait_until(rebalanced, APPLY_TIMEOUT_S, [side.daemon])
-    applied = wait_until(
-        lambda: resources.first(started, lambda b: b == budget), APPLY_TIMEOUT_S, [side.daemon]
+    at = wait_for(
+        rebalanced,
+        APPLY_TIMEOUT_S,
+        "the rebalance",
+        every_s=POLL_S,
+        daemons=[side.daemon],
+        raise_on_timeout=False,
+    )
+    applied = wait_for(
+        lambda: resources.first(started, lambda b: b == budget),
+        APPLY_TIMEOUT_S,
+        f"budget {budget} applied",
+        every_s=POLL_S,
+        daemons=[side.daemon],
+        raise_on_timeout=False,
     )
     done = Apply(side.who, index, budget, replicas, started, returned, scaled, at, applied)
-    wait_until(lambda: spec_done(side, at or started), APPLY_TIMEOUT_S, [side.daemon])
+    wait_for(
+        lambda: spec_done(side, at or started),
+        APPLY_TIMEOUT_S,
+        "the spec pass done",
+        every_s=POLL_S,
+        daemons=[side.daemon],
+        raise_on_timeout=False,
+    )
     return done
 
 
@@ -713,11 +724,21 @@ def run_reaction(applies: int) -> tuple[list[Apply], dict[str, list[dict[str, fl
                     "apply", "-f", "-", stdin=side.manifest(shared.nimbus.port, shared.prometheus_url, 0)
                 )
             created = time.time()
-            ready = wait_until(
-                lambda: spec_done(operator, created - 60), fleet.OPERATOR_READY_S, [operator.daemon]
+            ready = wait_for(
+                lambda: spec_done(operator, created - 60),
+                fleet.OPERATOR_READY_S,
+                "the operator's budget 0",
+                every_s=POLL_S,
+                daemons=[operator.daemon],
+                raise_on_timeout=False,
             )
-            floor_seen = wait_until(
-                lambda: parse_calls(floor.daemon.spec.log.read_text().splitlines()), 60.0, [floor.daemon]
+            floor_seen = wait_for(
+                lambda: parse_calls(floor.daemon.spec.log.read_text().splitlines()),
+                60.0,
+                "the floor's budget 0",
+                every_s=POLL_S,
+                daemons=[floor.daemon],
+                raise_on_timeout=False,
             )
             if not ready or not floor_seen:
                 raise RuntimeError(f"budget 0 not handled: operator {bool(ready)}, floor {bool(floor_seen)}")

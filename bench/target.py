@@ -64,11 +64,12 @@ from stormscale.operator.policy import millicores, parse_spec
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError
 from stormscale.planner.sizing.exact import minimum_units
 from stormscale.storm.model import TopologyInfo
+from tests.harness.bed.moving_load import AutoScaling
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
-from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.steady import operator_profiler, profile_now, sink_rate, wait_running
 from tests.harness.process import new_run_dir
-from tests.harness.tools.moving_load import AutoScaling
+from tests.harness.waiting import wait_for
 
 OUT = Path(__file__).parent / "out"
 NAMESPACE = "target"
@@ -365,7 +366,9 @@ def wait_sized(stack: Stack, scenario: Scenario, strategy: Strategy) -> dict[str
             shown[0], shown_at[0] = line, now
         return status if sized(status, strategy) else None
 
-    result: dict[str, Any] = wait_for(done, APPLY_TIMEOUT_S, f"{strategy.label}: the sizing applied", 5.0)
+    result: dict[str, Any] = wait_for(
+        done, APPLY_TIMEOUT_S, f"{strategy.label}: the sizing applied", every_s=5.0
+    )
     return result
 
 
@@ -493,7 +496,9 @@ def free(stack: Stack, scenario: Scenario) -> None:
     def forgotten() -> bool:
         return not hosts & {s.host for s in stack.nimbus().cluster_summary().supervisors}
 
-    wait_for(forgotten, FORGET_TIMEOUT_S, f"Nimbus to forget {scenario.deployment}'s Supervisors", 2.0)
+    wait_for(
+        forgotten, FORGET_TIMEOUT_S, f"Nimbus to forget {scenario.deployment}'s Supervisors", every_s=2.0
+    )
 
 
 def _jsonable(row: Row) -> dict[str, Any]:

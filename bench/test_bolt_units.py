@@ -31,6 +31,7 @@ from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, Run
 from tests.harness.process import new_run_dir
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 
@@ -77,15 +78,6 @@ class Window:
     rate: float
     throttled: int
     cpu: float
-
-
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``check`` until true, failing the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {timeout_s:.0f} s: {what}")
-        time.sleep(0.5)
 
 
 def workers(cpu: str) -> str:
@@ -147,11 +139,11 @@ def worker_pod(
 ) -> RunningReplica:
     """The Deployment's one replica at 500m, once Nimbus lists its Supervisor."""
     control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=workers("500m"))
-    wait_until(lambda: len(runner.replicas(namespace, DEPLOYMENT)) == 1, 30, "the replica")
+    wait_for(lambda: len(runner.replicas(namespace, DEPLOYMENT)) == 1, 30, "the replica")
     replica = runner.replicas(namespace, DEPLOYMENT)[0]
     host = cluster.launcher.host_for(replica.replica.name)
     nimbus = cluster.endpoints.nimbus(timeout_s=10)
-    wait_until(lambda: any(s.host == host for s in nimbus.cluster_summary().supervisors), 180, "Supervisor")
+    wait_for(lambda: any(s.host == host for s in nimbus.cluster_summary().supervisors), 180, "Supervisor")
     return replica
 
 
@@ -176,7 +168,7 @@ def set_limit(control_plane: ControlPlane, namespace: str, replica: RunningRepli
     limit = f"--limits=cpu={millis}m"
     control_plane.kubectl("set", "resources", "-n", namespace, f"deployment/{DEPLOYMENT}", limit)
     quota = (millis * 100, 100_000)
-    wait_until(lambda: replica.cgroup.limit() == quota, QUOTA_TIMEOUT_S, f"the {millis}m quota")
+    wait_for(lambda: replica.cgroup.limit() == quota, QUOTA_TIMEOUT_S, f"the {millis}m quota")
 
 
 def measure_at(

@@ -38,14 +38,15 @@ from typing import Any
 
 import pytest
 
+from bench.accuracy_steps import Report, run_budget_steps
 from stormscale.planner import FlowModel, parse_profile, throughput
+from tests.harness.bed.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
 from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_KAFKA_AUTO
 from tests.harness.bed.stack import Scenario, Stack
 from tests.harness.bed.steady import aggregate_offline
 from tests.harness.process import new_run_dir
 from tests.harness.prometheus import dashboard
-from tests.harness.tools.accuracy import Report, run_budget_steps
-from tests.harness.tools.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.storm]
 
@@ -105,6 +106,7 @@ def run(request: pytest.FixtureRequest, stack: Stack) -> Iterator[Run]:
 
 
 def test_each_budget_is_applied_to_pods_and_storm(run: Run) -> None:
+    assert [step.budget for step in run.report.steps] == list(run.shape.budgets)
     for step in run.report.steps:
         assert step.status_units == step.storm_executors, f"budget {step.budget}"
         assert sum(step.storm_executors.values()) == len(run.shape.scenario.components) + step.budget
@@ -146,12 +148,12 @@ def test_the_operators_own_metrics_reach_prometheus(run: Run, stack: Stack) -> N
         result = stack.prometheus.query(promql)
         return float(result[0]["value"][1]) if result else None
 
-    deadline = time.monotonic() + 30  # a scrape every 2 s, a timer pass every 5 s
-    while value(f"stormscale_topology_applied_budget{{{resource}}}") != last.budget:
-        assert time.monotonic() < deadline, stack.prometheus.query(
-            f"stormscale_topology_applied_budget{{{resource}}}"
-        )
-        time.sleep(2)
+    wait_for(
+        lambda: value(f"stormscale_topology_applied_budget{{{resource}}}") == last.budget,
+        30,  # a scrape every 2 s, a timer pass every 5 s
+        f"stormscale_topology_applied_budget{{{resource}}} == {last.budget}",
+        every_s=2.0,
+    )
     assert value(f"sum(stormscale_topology_units{{{resource}}})") == sum(last.status_units.values())
     assert value(f"stormscale_topology_ready{{{resource}}}") == 1
     assert (value('sum(stormscale_operator_passes_total{job="stormscale-operator"})') or 0) > 0
@@ -175,6 +177,7 @@ def test_every_step_is_predicted_and_fitted_within_the_tolerance(run: Run) -> No
 
 
 def test_operator_predictions_are_recorded_for_every_strategy(run: Run) -> None:
+    assert run.report.steps[1:], "no budget after the first: nothing was predicted"
     for step in run.report.steps[1:]:
         assert set(step.operator_predicted) == {"stela", "predictive", "combined", "optimal"}
         assert step.operator_predicted["combined"] > 0
@@ -238,7 +241,7 @@ def test_report_is_written(stack: Stack, run: Run) -> None:
 @pytest.fixture(scope="module")
 def auto(stack: Stack) -> Iterator[AutoReport]:
     """The Kafka-fed linear topology in Auto mode while its topic's load steps up ×2 and back down
-    (:data:`~tests.harness.tools.moving_load.LOAD`), on the shared stack."""
+    (:data:`~tests.harness.bed.moving_load.LOAD`), on the shared stack."""
     stack.deploy(JVM_KAFKA_AUTO)
     try:
         report = run_moving_load(stack, JVM_KAFKA_AUTO, LOAD, SCALING)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.harness.paths import RUN_ROOT
+from tests.harness.waiting import wait_for
 
 LOG_TAIL_LINES = 50
 STOP_GRACE_S = 10.0
@@ -135,16 +136,7 @@ class Daemon:
         self, probe: Callable[[], bool], timeout_s: float, what: str, every_s: float = POLL_S
     ) -> None:
         """Poll ``probe`` until true; fail at once if the process exits, or after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            code = self.exited()
-            if code is not None:
-                raise self.failure(f"exited with code {code} before {what}")
-            if probe():
-                return
-            if time.monotonic() > deadline:
-                raise self.failure(f"not ready after {timeout_s:.0f} s: {what}")
-            time.sleep(every_s)
+        wait_for(probe, timeout_s, what, every_s=every_s, daemons=(self,), error=self.failure)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_s``, then sweep leftovers."""

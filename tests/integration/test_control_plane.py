@@ -9,7 +9,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,9 @@ from kubernetes import client
 from tests.harness.kubernetes import binaries
 from tests.harness.kubernetes.control_plane import ControlPlane, Ports
 from tests.harness.process import DaemonError
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``condition`` until true, failing the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.25)
 
 
 def test_kubectl_reports_the_built_version_and_admin_identity(control_plane: ControlPlane) -> None:
@@ -70,7 +62,7 @@ def test_controller_manager_turns_a_deployment_into_pods(
     def two_pods() -> bool:
         return len(core.list_namespaced_pod("default", label_selector=f"app={name}").items) == 2
 
-    wait_for(two_pods, 60, "the ReplicaSet's two Pods")
+    wait_for(two_pods, 60, "the ReplicaSet's two Pods", every_s=0.25)
     control_plane.kubectl("delete", "deployment", name, "-n", "default")
 
 
@@ -139,4 +131,4 @@ def test_a_daemon_that_cannot_bind_fails_startup_fast_with_its_log(
     assert "address already in use" in message
     assert str(plane.run_dir / f"{daemon}.log") in message
     if daemon == "kube-apiserver":  # etcd had started: it must have been stopped again
-        wait_for(lambda: nothing_listens_on(ports.etcd_client), 10, "etcd to stop listening")
+        wait_for(lambda: nothing_listens_on(ports.etcd_client), 10, "etcd to stop listening", every_s=0.25)

@@ -50,6 +50,7 @@ from tests.harness.storm.topology import (
     wait_for_stats,
     write_properties,
 )
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.storm
 
@@ -159,14 +160,15 @@ def snapshot(cluster: StormCluster, topology: Topology, sd_dir: Path, group: Cpu
     """Wait for the next heartbeat that changes the counts; read the cgroup and the spout at once."""
     nimbus = cluster.endpoints.nimbus(timeout_s=10)
     before = executed_sum(dict(nimbus.topology_page(topology.id).components))
-    deadline = time.monotonic() + HEARTBEAT_TIMEOUT_S
-    while time.monotonic() < deadline:
-        time.sleep(0.25)
+
+    def changed() -> Snapshot | None:
         stats = dict(nimbus.topology_page(topology.id).components)
-        if executed_sum(stats) != before:
-            cpu = group.usage_us() if group is not None else 0
-            return Snapshot(time.time(), stats, cpu, offered_total(sd_dir, topology.name))
-    pytest.fail(f"no new stats on Nimbus in {HEARTBEAT_TIMEOUT_S:.0f} s")
+        if executed_sum(stats) == before:
+            return None
+        cpu = group.usage_us() if group is not None else 0
+        return Snapshot(time.time(), stats, cpu, offered_total(sd_dir, topology.name))
+
+    return wait_for(changed, HEARTBEAT_TIMEOUT_S, "new stats on Nimbus", every_s=0.25)
 
 
 def measure(cluster: StormCluster, topology: Topology, sd_dir: Path, group: CpuCgroup | None) -> Window:

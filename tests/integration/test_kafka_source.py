@@ -31,6 +31,7 @@ from tests.harness.kafka.seen import SeenReport, compare, read_seen
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import kill, submit
+from tests.harness.waiting import seconds_until, wait_for
 
 pytestmark = pytest.mark.storm
 
@@ -84,22 +85,23 @@ def scalar(prometheus: Prometheus, promql: str) -> float | None:
 
 def poll(check: Callable[[], str | None], timeout_s: float) -> str | None:
     """Call ``check`` every second until it returns None (done); its last complaint after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        complaint = check()
-        if complaint is None or time.monotonic() > deadline:
-            return complaint
-        time.sleep(1)
+    last: list[str | None] = [None]
+
+    def done() -> bool:
+        last[0] = check()
+        return last[0] is None
+
+    wait_for(done, timeout_s, "no complaint", every_s=1.0, raise_on_timeout=False)
+    return last[0]
 
 
 def wait_for_worker(seen_dir: Path, tasks: int) -> float:
     """Seconds until every sink task has opened its seen file (the worker is up and prepared)."""
-    started = time.monotonic()
-    while len(list(seen_dir.glob("seen-*.txt"))) < tasks:
-        if time.monotonic() - started > WORKER_TIMEOUT_S:
-            pytest.fail(f"the sink's {tasks} tasks did not open their seen files in {WORKER_TIMEOUT_S:.0f} s")
-        time.sleep(0.5)
-    return time.monotonic() - started
+    return seconds_until(
+        lambda: len(list(seen_dir.glob("seen-*.txt"))) >= tasks,
+        WORKER_TIMEOUT_S,
+        f"the sink's {tasks} tasks to open their seen files",
+    )
 
 
 def offsets_reach(prometheus: Prometheus, produced: int) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from stormscale.operator.adapters.nimbus import NimbusPort
-from stormscale.operator.ports import RefusedError, UnavailableError
+from stormscale.operator.ports import RefusedError, StormTopologyState, UnavailableError
 from stormscale.storm import (
     NimbusClient,
     RebalanceRequest,
@@ -23,6 +23,7 @@ from stormscale.storm.model import ALL_TIME, Kind, StreamId, TopologyInfo
 from stormscale.storm.stats import executors_per_component
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.storm
 
@@ -49,14 +50,13 @@ def topology(storm_cluster: StormCluster, storm_supervisor: str) -> Iterator[Top
 
 def sink_reporting(client: NimbusClient, timeout_s: float = 120.0) -> TopologyInfo:
     """Wait until the sink's executor has reported executed tuples; the topology's info then."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def reporting() -> TopologyInfo | None:
         info = client.topology_info(NAME)
         sink = [e for e in info.user_executors() if e.component == "4"]
-        if sink and sink[0].window(ALL_TIME).executed:
-            return info
-        assert time.monotonic() < deadline, f"the sink never reported stats: {info}"
-        time.sleep(2)
+        return info if sink and sink[0].window(ALL_TIME).executed else None
+
+    return wait_for(reporting, timeout_s, "the sink's executed tuples on Nimbus", every_s=2.0)
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +140,13 @@ def test_rebalance_from_one_to_three_executors_shows_in_topology_info(
     port = NimbusPort(client)
     before = port.describe(NAME)
     (old,) = [e for e in client.topology_info(NAME).user_executors() if e.component == "2"]
-    started = time.monotonic()
     port.rebalance(NAME, {**before.executors, "2": 3}, workers=1, wait_secs=REBALANCE_WAIT_S)
-    while True:
+
+    def rebalanced() -> StormTopologyState | None:
         state = port.describe(NAME)
-        if state.active and state.executors["2"] == 3:
-            break
-        assert time.monotonic() - started < REBALANCE_WAIT_S + SETTLE_S, f"not rebalanced: {state}"
-        time.sleep(1)
+        return state if state.active and state.executors["2"] == 3 else None
+
+    state = wait_for(rebalanced, REBALANCE_WAIT_S + SETTLE_S, "ACTIVE with 3 executors of 2", every_s=1.0)
     assert state.executors == {"1": 1, "2": 3, "3": 1, "4": 1}
     assert state.tasks == before.tasks
     info = client.topology_info(NAME)
@@ -160,13 +159,12 @@ def test_nimbus_itself_silently_caps_executors_at_the_task_count(
 ) -> None:
     """Why the client validates: Nimbus accepts 5 executors for 3 tasks and runs 3."""
     client.rebalance(NAME, RebalanceRequest(wait_secs=1, executors={"2": 5}), validate=False)
-    started = time.monotonic()
-    while True:
-        summary = client.topology(NAME)
-        if summary is not None and summary.status == "ACTIVE":
-            break
-        assert time.monotonic() - started < SETTLE_S, f"still rebalancing: {summary}"
-        time.sleep(1)
+    wait_for(
+        lambda: (summary := client.topology(NAME)) is not None and summary.status == "ACTIVE",
+        SETTLE_S,
+        "ACTIVE again after the rebalance",
+        every_s=1.0,
+    )
     assert executors_per_component(client.topology_info(NAME))["2"] == 3
 
 
@@ -190,19 +188,23 @@ def test_a_rebalance_survives_a_nimbus_crash_in_its_wait(
         port.describe(NAME)
     leads_s = storm_cluster.restart_nimbus()
     seen: list[str] = []
-    deadline = time.monotonic() + RESTART_WAIT_S + SETTLE_S
-    while True:
+
+    def active() -> StormTopologyState | None:
         try:
             state = port.describe(NAME)
-            seen.append(state.status)
-            if state.active:
-                break
         except UnavailableError:  # leading, but not serving the topology's state yet
             seen.append("unavailable")
-        assert time.monotonic() < deadline, (
-            f"not ACTIVE {RESTART_WAIT_S + SETTLE_S:.0f} s after leading: {seen}"
-        )
-        time.sleep(1)
+            return None
+        seen.append(state.status)
+        return state if state.active else None
+
+    state = wait_for(
+        active,
+        RESTART_WAIT_S + SETTLE_S,
+        "ACTIVE after leading",
+        every_s=1.0,
+        error=lambda said: AssertionError(f"{said}: {seen}"),
+    )
     active_s = time.monotonic() - crashed
     print(
         f"Nimbus led {leads_s:.1f} s after the crash, the topology was ACTIVE after {active_s:.1f} s",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +27,12 @@ from stormscale.planner import load_profile
 from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).parents[2]
 LINEAR = load_profile(REPO / "examples" / "profiles" / "thesis-linear.json")
-
-
-def eventually(check: Callable[[], Any], timeout_s: float = 60, what: str = "condition") -> Any:
-    """Poll until ``check()`` is truthy; fail with ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 @pytest.fixture
@@ -218,9 +207,14 @@ def test_budget_applied_once_then_reapplying_changes_nothing(
     control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
     with operator(namespace) as runner:
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        applied = eventually(
-            lambda: (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 2 and r,
-            what="appliedBudget 2",
+        applied = wait_for(
+            lambda: (
+                r
+                if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 2
+                else None
+            ),
+            60,
+            "appliedBudget 2",
         )
         assert replicas(control_plane, namespace) == 6
         assert storm.executors == {"1": 1, "2": 2, "3": 2, "4": 1}
@@ -236,8 +230,9 @@ def test_budget_applied_once_then_reapplying_changes_nothing(
         ]["managedFields"]
         assert any(m["manager"] == "stormscale" and m["operation"] == "Apply" for m in managers)
         generation = applied["metadata"]["generation"]
+        passes = len(storm.calls)
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))  # GitOps re-apply
-        time.sleep(6)  # three timer passes
+        wait_for(lambda: storm.calls[passes:].count(("describe", "linear")) >= 3, 60, "three timer passes")
         again = get(control_plane, namespace)
     assert runner.exception is None
     assert again["metadata"]["generation"] == generation
@@ -254,13 +249,14 @@ def test_a_resource_deleted_while_a_pass_runs_is_released_within_seconds(
     control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
     with operator(namespace) as runner:
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        eventually(
+        wait_for(
             lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2,
-            what="appliedBudget 2",
+            60,
+            "appliedBudget 2",
         )
         storm.describe_delay_s = 4.0
         seen = len(storm.calls)
-        eventually(lambda: storm.calls[seen:].count(("describe", "linear")) >= 2, what="a slow pass")
+        wait_for(lambda: storm.calls[seen:].count(("describe", "linear")) >= 2, 60, "a slow pass")
         started = time.monotonic()  # a pass has just asked Nimbus and waits 4 s for its answer
         control_plane.kubectl(
             "delete", "stormtopology", "linear", "-n", namespace, "--wait=true", timeout_s=180
@@ -277,18 +273,24 @@ def test_restart_in_the_middle_of_an_apply_finishes_the_same_plan(
     storm.fail_rebalance = UnavailableError("nimbus: connection refused")
     with operator(namespace):
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace, budget=3))
-        broken = eventually(
-            lambda: (r := get(control_plane, namespace)).get("status", {}).get("pending") and r,
-            what="a pending plan",
+        broken = wait_for(
+            lambda: r if (r := get(control_plane, namespace)).get("status", {}).get("pending") else None,
+            60,
+            "a pending plan",
         )
-        eventually(lambda: replicas(control_plane, namespace) == 7, what="the first write (7 replicas)")
+        wait_for(lambda: replicas(control_plane, namespace) == 7, 60, "the first write (7 replicas)")
     assert condition(get(control_plane, namespace), "Degraded") == ("True", "ApplyUnavailable")
     planned = operator_env.calls
     storm.fail_rebalance = None
     with operator(namespace) as runner:  # the operator restarts and resumes
-        done = eventually(
-            lambda: (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 3 and r,
-            what="the resumed apply",
+        done = wait_for(
+            lambda: (
+                r
+                if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 3
+                else None
+            ),
+            60,
+            "the resumed apply",
         )
     assert runner.exception is None
     assert done["status"]["units"] == broken["status"]["pending"]["units"]
@@ -306,11 +308,14 @@ def test_an_hpa_on_the_workers_blocks_the_operator(
     )
     with operator(namespace):
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        blocked = eventually(
+        blocked = wait_for(
             lambda: (
-                condition(r := get(control_plane, namespace), "Degraded") == ("True", "HPAConflict") and r
+                r
+                if condition(r := get(control_plane, namespace), "Degraded") == ("True", "HPAConflict")
+                else None
             ),
-            what="Degraded HPAConflict",
+            60,
+            "Degraded HPAConflict",
         )
     assert replicas(control_plane, namespace) == 4
     assert all(c[0] != "rebalance" for c in storm.calls)
@@ -326,8 +331,8 @@ def test_printer_columns_show_mode_units_and_readiness(
     control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
     with operator(namespace):
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        eventually(
-            lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2, what="apply"
+        wait_for(
+            lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2, 60, "apply"
         )
     row = printed(control_plane, namespace)
     assert list(row) == ["NAME", "TOPOLOGY", "MODE", "UNITS", "PODS", "TARGET", "THROUGHPUT", "READY", "AGE"]

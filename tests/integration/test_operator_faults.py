@@ -2,7 +2,7 @@
 with the operator as a real ``kopf run`` process: the operator SIGKILLed, the API server restarted,
 Nimbus restarted losing the rebalance in its wait, Prometheus stopped, the metrics stale. Every run
 converges to its budget, adds nothing twice and posts one ``ScalingApplied``; a few runs of each here,
-``make bench-faults`` runs 20 of each and prints the fault table (tests/harness/tools/operator_faults.py
+``make bench-faults`` runs 20 of each and prints the fault table (bench/operator_faults.py
 and metrics_faults.py say what a run does and checks). The sixth fault, a Nimbus that runs no
 rebalance at all (asked 3 times, then given up and held), takes 77 s a run on the bed: it runs in
 ``make bench-faults`` only, its rules in tests/unit/operator/test_lost_rebalance.py; so does Prometheus
@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from bench import metrics_faults
+from bench import operator_faults as faults
+from bench.operator_faults import Fault
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.process import new_run_dir
-from tests.harness.tools import metrics_faults
-from tests.harness.tools import operator_faults as faults
-from tests.harness.tools.operator_faults import Fault
 
 pytestmark = [pytest.mark.integration]
 

@@ -26,12 +26,12 @@ from tests.harness.fakes import nimbus as fake_nimbus
 from tests.harness.fakes.ports import FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
+from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
     LINEAR,
     condition,
     deployment,
     events,
-    eventually,
     get,
     operator,
     printed,
@@ -96,13 +96,15 @@ def resource(namespace: str, workers: dict[str, Any], **scaling: Any) -> str:
 
 
 def applied(control_plane: ControlPlane, namespace: str, budget: int) -> dict[str, Any]:
-    return eventually(  # type: ignore[no-any-return]
+    return wait_for(
         lambda: (
-            (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == budget
+            r
+            if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == budget
             and condition(r, "Ready") == ("True", "Applied")
-            and r
+            else None
         ),
-        what=f"budget {budget} applied",
+        60,
+        f"budget {budget} applied",
     )
 
 
@@ -217,11 +219,14 @@ def test_slots_per_pod_above_the_supervisors_slots_is_degraded_and_nothing_is_do
     control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
     with operator(namespace):
         control_plane.kubectl("apply", "-f", "-", stdin=resource(namespace, {"slotsPerPod": 3}, budget=2))
-        degraded = eventually(
+        degraded = wait_for(
             lambda: (
-                condition(r := get(control_plane, namespace), "Degraded") == ("True", "InvalidSpec") and r
+                r
+                if condition(r := get(control_plane, namespace), "Degraded") == ("True", "InvalidSpec")
+                else None
             ),
-            what="Degraded InvalidSpec",
+            60,
+            "Degraded InvalidSpec",
         )
     message = next(c["message"] for c in degraded["status"]["conditions"] if c["type"] == "Degraded")
     assert "spec.workers.slotsPerPod 3 exceeds the 2 slot(s) of Supervisor" in message

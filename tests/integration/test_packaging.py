@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,10 +30,10 @@ from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
 from tests.harness.process import free_port, http_ok
+from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
     condition,
     deployment,
-    eventually,
     get,
     manifest,
     operator,
@@ -283,16 +282,13 @@ def scenario(control_plane: ControlPlane, timeout_s: float) -> dict[str, Any] | 
     try:
         with operator(namespace):
             control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
+
+            def applied() -> dict[str, Any] | None:
                 resource = get(control_plane, namespace)
-                if (
-                    resource.get("status", {}).get("appliedBudget") == 2
-                    and replicas(control_plane, namespace) == 6
-                ):
-                    return resource
-                time.sleep(0.5)
-        return None
+                done = resource.get("status", {}).get("appliedBudget") == 2
+                return resource if done and replicas(control_plane, namespace) == 6 else None
+
+            return wait_for(applied, timeout_s, "budget 2 applied", raise_on_timeout=False)
     finally:
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 
@@ -374,13 +370,11 @@ def test_image_contents_install_and_the_entry_point_serves_health(
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         healthz = f"http://127.0.0.1:{port}/healthz"
-        eventually(lambda: http_ok(healthz), timeout_s=90, what="the installed operator's /healthz")
+        wait_for(lambda: http_ok(healthz), 90, "the installed operator's /healthz")
         control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
         control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
-        degraded = eventually(
-            lambda: condition(get(control_plane, namespace), "Degraded"),
-            timeout_s=60,
-            what="a status from the image",
+        degraded = wait_for(
+            lambda: condition(get(control_plane, namespace), "Degraded"), 60, "a status from the image"
         )
         assert degraded[0] == "True"  # no Nimbus at 127.0.0.1:6627: it says so and does nothing
         assert replicas(control_plane, namespace) == 4

@@ -22,10 +22,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -37,6 +36,7 @@ from stormscale.planner import load_profile
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.paths import REPO_ROOT
 from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok, new_run_dir, signal_group
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -69,18 +69,9 @@ class Replica:
         return fleet.parse_passes(self.log().splitlines(), NAMESPACE)
 
 
-def eventually(check: Callable[[], Any], timeout_s: float, what: str, replicas: list[Replica]) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        for r in replicas:
-            if r.daemon.exited() is not None:
-                pytest.fail(f"{r.identity} exited while waiting for {what}\n{r.daemon.spec.tails()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.5)
+def daemons(replicas: list[Replica]) -> list[Daemon]:
+    """The replicas' processes: a wait fails at once when one of them exits."""
+    return [r.daemon for r in replicas]
 
 
 def start_replica(plane: ControlPlane, run_dir: Path, identity: str) -> Replica:
@@ -160,27 +151,34 @@ def rebalances(fakes: fleet.Fakes) -> list[int]:
 def test_one_replica_is_active_and_the_other_takes_over_when_it_dies(bed: Bed) -> None:
     plane, api, fakes, replicas = bed.plane, bed.api, bed.fakes, bed.replicas
     active, standby = sorted(replicas, key=lambda r: r.priority, reverse=True)
-    eventually(lambda: PAUSING in standby.log(), 60, f"{standby.identity} to pause", replicas)
+    wait_for(lambda: PAUSING in standby.log(), 60, f"{standby.identity} to pause", daemons=daemons(replicas))
     assert PAUSING not in active.log()
 
     apply_budget(plane, fakes, 1)
-    eventually(lambda: applied_budget(api) == 1, 120, "budget 1 applied", replicas)
+    wait_for(lambda: applied_budget(api) == 1, 120, "budget 1 applied", daemons=daemons(replicas))
     time.sleep(2 * INTERVAL_S)  # a standby that acted would have run a pass by now
     assert active.passes(), "the active replica ran no pass"
     assert not standby.passes(), "the paused replica ran a pass"
     assert rebalances(fakes) == [fleet.BASELINE_UNITS + 1]
-    assert eventually(lambda: scaling_applied_events(api), 30, "the ScalingApplied event", replicas) == 1
+    assert (
+        wait_for(
+            lambda: scaling_applied_events(api), 30, "the ScalingApplied event", daemons=daemons(replicas)
+        )
+        == 1
+    )
 
     signal_group(active.daemon.pid, signal.SIGKILL)
     killed = time.monotonic()
     apply_budget(plane, fakes, 2)
-    eventually(lambda: applied_budget(api) == 2, FAILOVER_BOUND_S + 30, "budget 2 applied", [standby])
+    wait_for(
+        lambda: applied_budget(api) == 2, FAILOVER_BOUND_S + 30, "budget 2 applied", daemons=[standby.daemon]
+    )
     failover_s = time.monotonic() - killed
     print(f"\nfailover: budget 2 applied {failover_s:.1f} s after the active replica was killed")
     assert RESUMING in standby.log()
     assert failover_s <= FAILOVER_BOUND_S
     assert rebalances(fakes) == [fleet.BASELINE_UNITS + 1, fleet.BASELINE_UNITS + 2]
-    assert eventually(lambda: scaling_applied_events(api) >= 2, 30, "the second event", [standby])
+    wait_for(lambda: scaling_applied_events(api) >= 2, 30, "the second event", daemons=[standby.daemon])
     time.sleep(2 * INTERVAL_S)
     assert rebalances(fakes) == [fleet.BASELINE_UNITS + 1, fleet.BASELINE_UNITS + 2]  # nothing twice
     assert scaling_applied_events(api) == 2

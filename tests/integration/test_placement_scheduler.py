@@ -30,6 +30,7 @@ from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import kill, submit
+from tests.harness.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 
@@ -70,11 +71,13 @@ def namespace(control_plane: ControlPlane, storm_cluster: StormCluster) -> Itera
     control_plane.kubectl("delete", "deployment", DEPLOYMENT, "-n", name, "--ignore-not-found")
     control_plane.kubectl("delete", "namespace", name, "--wait=false")
     ours = {storm_cluster.launcher.host_for(f"{name}-{DEPLOYMENT}-{i}") for i in range(3)}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and ours & {
-        s.host for s in storm_cluster.nimbus.cluster_summary().supervisors
-    }:
-        time.sleep(1)
+    wait_for(
+        lambda: not ours & {s.host for s in storm_cluster.nimbus.cluster_summary().supervisors},
+        60,
+        "Nimbus to forget the namespace's Supervisors",
+        every_s=1.0,
+        raise_on_timeout=False,
+    )
 
 
 def workers(replicas: int) -> str:
@@ -92,16 +95,6 @@ def workers(replicas: int) -> str:
             },
         }
     )
-
-
-def wait_for(check: Callable[[], object], timeout_s: float, what: str) -> float:
-    """Poll ``check`` until it returns something true; the seconds it took."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            pytest.fail(f"not within {timeout_s:.0f} s: {what}")
-        time.sleep(1)
-    return time.monotonic() - start
 
 
 def pods_by_ip(control_plane: ControlPlane, namespace: str) -> dict[str, str]:
@@ -143,6 +136,7 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         lambda: {host[0], host[1]} <= {s.host for s in nimbus.cluster_summary().supervisors},
         START_S,
         "2 pods",
+        every_s=1.0,
     )
 
     def runs(placement: Placement) -> Callable[[], bool]:
@@ -152,9 +146,14 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         # (a) at submit: pod 0 pinned to the second pod, pod 1 to the first; "3" and "4" share a worker
         a = Placement.of([[{"1": 1}, {"2": 2}], [{"3": 2, "4": 1}]], supervisors=[host[1], host[0]])
         submit(ep, "linear", OVERRIDES, conf={PLACEMENT_KEY: a.to_json()}, language="jvm")
-        wait_for(runs(a), PLACED_S, f"placement (a) {a.to_json()}")
+        wait_for(runs(a), PLACED_S, f"placement (a) {a.to_json()}", every_s=1.0)
         info = nimbus.topology_info(NAME)
-        wait_for(lambda: {host[0], host[1]} <= set(pods_by_ip(control_plane, namespace)), 60, "pod IPs")
+        wait_for(
+            lambda: {host[0], host[1]} <= set(pods_by_ip(control_plane, namespace)),
+            60,
+            "pod IPs",
+            every_s=1.0,
+        )
         pod_of = pods_by_ip(control_plane, namespace)  # a Supervisor's hostname is its pod's IP
         first, second = pod_of[host[0]], pod_of[host[1]]
         assert {(e.component, pod_of[e.host]) for e in info.executors if e.component != "__system"} == {
@@ -168,7 +167,7 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         # (b) unpinned, two workers per pod, bolt "2" 2 -> 3 executors: only our 2-slot pods fit
         b = Placement.of([[{"1": 1, "2": 1}, {"2": 2}], [{"3": 2}, {"4": 1}]])
         nimbus.rebalance(NAME, rebalance_request(b))
-        wait_for(runs(b), PLACED_S, f"placement (b) {b.to_json()}")
+        wait_for(runs(b), PLACED_S, f"placement (b) {b.to_json()}", every_s=1.0)
         assert {e.host for e in nimbus.topology_info(NAME).executors} == {host[0], host[1]}
 
         # (e) three pods, the third pinned to a pod that does not exist yet: nothing is assigned
@@ -178,7 +177,9 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         nimbus.rebalance(NAME, rebalance_request(c))
         assert_waits(nimbus, f"pods[2] needs 1 free slot on the Supervisor on {host[2]}")
         control_plane.kubectl("scale", f"deployment/{DEPLOYMENT}", "-n", namespace, "--replicas=3")
-        wait_for(runs(c), START_S + PLACED_S, f"placement (e) {c.to_json()} once the third pod runs")
+        wait_for(
+            runs(c), START_S + PLACED_S, f"placement (e) {c.to_json()} once the third pod runs", every_s=1.0
+        )
 
         # (d) a placement that leaves bolt "4" out: one log line, DefaultScheduler, Nimbus up
         d = Placement.of([[{"1": 1, "2": 3}], [{"3": 2}]])
@@ -190,7 +191,9 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         def by_default(info: TopologyInfo) -> bool:
             return info.sched_status.endswith(problem) and len(assigned(info)) == 7
 
-        wait_for(lambda: by_default(nimbus.topology_info(NAME)), PLACED_S, "DefaultScheduler runs (d)")
+        wait_for(
+            lambda: by_default(nimbus.topology_info(NAME)), PLACED_S, "DefaultScheduler runs (d)", every_s=1.0
+        )
         time.sleep(ROUNDS_S)
         info = nimbus.topology_info(NAME)
         assert by_default(info), (info.sched_status, assigned(info))
@@ -207,7 +210,12 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
 def assert_waits(nimbus: NimbusClient, reason: str) -> None:
     """The topology waits for slots (``reason`` in its status) and nothing of it is assigned for a few
     scheduling rounds."""
-    wait_for(lambda: nimbus.topology_info(NAME).sched_status.startswith("waiting for slots"), 60, "waiting")
+    wait_for(
+        lambda: nimbus.topology_info(NAME).sched_status.startswith("waiting for slots"),
+        60,
+        "waiting",
+        every_s=1.0,
+    )
     deadline = time.monotonic() + ROUNDS_S
     while time.monotonic() < deadline:
         info = nimbus.topology_info(NAME)
@@ -222,7 +230,10 @@ def runs_by_default(cluster: StormCluster) -> None:
     submit(cluster.endpoints, "linear", {"topology.name": plain, "c1.rate": 5}, language="jvm")
     try:
         wait_for(
-            lambda: len(assigned(nimbus.topology_info(plain))) == 4, PLACED_S, "DefaultScheduler runs (c)"
+            lambda: len(assigned(nimbus.topology_info(plain))) == 4,
+            PLACED_S,
+            "DefaultScheduler runs (c)",
+            every_s=1.0,
         )
         info = nimbus.topology_info(plain)
         assert len({(e.host, e.port) for e in info.executors}) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import signal
@@ -27,20 +28,12 @@ from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica, RunningReplica
 from tests.harness.process import pid_gone
 from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 
 SCALE_TIMEOUT_S = 30
 LABEL = {"stormscale.io/pod-runner": "true"}
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``condition`` until true, failing the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def deployment(name: str, replicas: int, cpu: str, mode: str, fork: int = 0) -> dict[str, Any]:
@@ -108,35 +101,62 @@ def test_replicas_follow_scaling_in_their_cgroups(
     control_plane.kubectl(
         "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 2, "500m", "sleep", 1))
     )
-    wait_for(lambda: len(live(pod_runner, namespace, name)) == 2, SCALE_TIMEOUT_S, "2 replicas")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 2, SCALE_TIMEOUT_S, "2 replicas", every_s=0.2)
     for replica in live(pod_runner, namespace, name):
         group = replica.cgroup
         assert group.path == cgroup_dir(namespace, name, replica.replica.index)
         assert group.limit() == (50_000, 100_000)
-        wait_for(lambda group=group: len(group.pids()) == 2, 10, "the replica and its forked child")  # type: ignore[misc]
+        wait_for(
+            lambda group=group: len(group.pids()) == 2,  # type: ignore[misc]
+            10,
+            "the replica and its forked child",
+            every_s=0.2,
+        )
         for pid in group.pids():
             assert cgroup_of(pid) == f"/stormscale/{group.path.name}"
-    wait_for(lambda: ready_replicas(kube_api, namespace, name) == 2, SCALE_TIMEOUT_S, "readyReplicas 2")
+    wait_for(
+        lambda: ready_replicas(kube_api, namespace, name) == 2,
+        SCALE_TIMEOUT_S,
+        "readyReplicas 2",
+        every_s=0.2,
+    )
 
     control_plane.kubectl("scale", "-n", namespace, f"deployment/{name}", "--replicas=3")
-    wait_for(lambda: len(live(pod_runner, namespace, name)) == 3, SCALE_TIMEOUT_S, "3 replicas")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 3, SCALE_TIMEOUT_S, "3 replicas", every_s=0.2)
     assert CpuCgroup(cgroup_dir(namespace, name, 2), is_v2()).limit() == (50_000, 100_000)
     newest = pod_runner.replicas(namespace, name)[2].cgroup
-    wait_for(lambda: len(newest.pids()) == 2, 10, "the new replica and its forked child")
+    wait_for(lambda: len(newest.pids()) == 2, 10, "the new replica and its forked child", every_s=0.2)
 
     doomed_pids = [pid for r in pod_runner.replicas(namespace, name)[1:] for pid in r.cgroup.pids()]
     assert len(doomed_pids) == 4
     control_plane.kubectl("scale", "-n", namespace, f"deployment/{name}", "--replicas=1")
-    wait_for(lambda: len(pod_runner.replicas(namespace, name)) == 1, SCALE_TIMEOUT_S, "1 replica")
+    wait_for(
+        lambda: len(pod_runner.replicas(namespace, name)) == 1, SCALE_TIMEOUT_S, "1 replica", every_s=0.2
+    )
     assert [r.replica.index for r in pod_runner.replicas(namespace, name)] == [0]
     assert cgroup_dir(namespace, name, 0).is_dir()
     assert not cgroup_dir(namespace, name, 1).exists()
     assert not cgroup_dir(namespace, name, 2).exists()
-    wait_for(lambda: all(pid_gone(pid) for pid in doomed_pids), 5, "stopped replicas' processes to end")
-    wait_for(lambda: ready_replicas(kube_api, namespace, name) == 1, SCALE_TIMEOUT_S, "readyReplicas 1")
+    wait_for(
+        lambda: all(pid_gone(pid) for pid in doomed_pids),
+        5,
+        "stopped replicas' processes to end",
+        every_s=0.2,
+    )
+    wait_for(
+        lambda: ready_replicas(kube_api, namespace, name) == 1,
+        SCALE_TIMEOUT_S,
+        "readyReplicas 1",
+        every_s=0.2,
+    )
 
     control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
-    wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the last cgroup to go")
+    wait_for(
+        lambda: not cgroup_dir(namespace, name, 0).exists(),
+        SCALE_TIMEOUT_S,
+        "the last cgroup to go",
+        every_s=0.2,
+    )
 
 
 @dataclass(frozen=True)
@@ -184,9 +204,11 @@ def test_a_1000m_limit_gives_twice_the_cpu_of_500m(
     control_plane.kubectl(
         "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, "500m", "spin"))
     )
-    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica", every_s=0.2)
     replica = live(pod_runner, namespace, name)[0]
-    time.sleep(1.0)  # let the interpreter start
+    wait_for(
+        lambda: spin_counts(replica.replica.log_path, 0, math.inf), 10, "the loop's first count", every_s=0.2
+    )
     pairs = [
         (
             measure_at(control_plane, namespace, name, replica, 500),
@@ -213,7 +235,7 @@ def measure_at(
     limit = f"--limits=cpu={millis}m"
     control_plane.kubectl("set", "resources", "-n", namespace, f"deployment/{name}", limit)
     quota = (millis * 100, 100_000)
-    wait_for(lambda: replica.cgroup.limit() == quota, SCALE_TIMEOUT_S, f"the {millis}m quota")
+    wait_for(lambda: replica.cgroup.limit() == quota, SCALE_TIMEOUT_S, f"the {millis}m quota", every_s=0.2)
     throttled_before = replica.cgroup.throttled_periods()
     window = measure_window(replica, millis, 1.25)
     if millis < 1000:
@@ -243,13 +265,23 @@ def test_a_custom_launcher_gets_the_replica_and_its_limit(
     manifest = deployment("custom", 1, "250m", "sleep")
     manifest["metadata"]["labels"] = {"stormscale.io/custom": "yes"}
     control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(manifest))
-    wait_for(lambda: len(live(runner, namespace, "custom")) == 1, SCALE_TIMEOUT_S, "the custom replica")
+    wait_for(
+        lambda: len(live(runner, namespace, "custom")) == 1,
+        SCALE_TIMEOUT_S,
+        "the custom replica",
+        every_s=0.2,
+    )
     assert [(r.index, r.cpu_millis, r.container["name"]) for r in seen] == [(0, 250, "main")]
     replica = live(runner, namespace, "custom")[0]
     assert replica.cgroup.limit() == (25_000, 100_000)
     weight_file, weight = ("cpu.weight", "10") if is_v2() else ("cpu.shares", "256")  # request = limit
     assert (replica.cgroup.path / weight_file).read_text().strip() == weight
-    wait_for(lambda: replica.replica.log_path.read_text() == "m\n", 10, "the launcher's command output")
+    wait_for(
+        lambda: replica.replica.log_path.read_text() == "m\n",
+        10,
+        "the launcher's command output",
+        every_s=0.2,
+    )
     assert live(pod_runner, namespace, "custom") == []  # the default runner ignores other labels
     runner.stop()
     assert not replica.cgroup.path.exists()
@@ -263,7 +295,7 @@ def test_a_replica_that_dies_is_restarted_in_its_cgroup(
     control_plane.kubectl(
         "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, "200m", "sleep"))
     )
-    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica", every_s=0.2)
     first = live(pod_runner, namespace, name)[0]
     old_pid = first.proc.pid
     os.kill(old_pid, signal.SIGKILL)
@@ -271,13 +303,18 @@ def test_a_replica_that_dies_is_restarted_in_its_cgroup(
         lambda: [r.proc.pid for r in live(pod_runner, namespace, name)] not in ([], [old_pid]),
         SCALE_TIMEOUT_S,
         "a new process",
+        every_s=0.2,
     )
     again = live(pod_runner, namespace, name)[0]
     assert again.restarts == 1
     assert again.cgroup.path == cgroup_dir(namespace, name, 0)
-    wait_for(lambda: again.proc.pid in again.cgroup.pids(), 5, "the new process in the same cgroup")
+    wait_for(
+        lambda: again.proc.pid in again.cgroup.pids(), 5, "the new process in the same cgroup", every_s=0.2
+    )
     control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
-    wait_for(lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the cgroup to go")
+    wait_for(
+        lambda: not cgroup_dir(namespace, name, 0).exists(), SCALE_TIMEOUT_S, "the cgroup to go", every_s=0.2
+    )
 
 
 def test_pods_get_their_replicas_address_and_prometheus_scrapes_their_cpu_as_from_a_kubelet(
@@ -308,7 +345,7 @@ def test_pods_get_their_replicas_address_and_prometheus_scrapes_their_cpu_as_fro
     def addressed() -> bool:
         return sorted((p.get("status") or {}).get("podIP", "") for p in pods()) == ["127.0.3.1", "127.0.3.2"]
 
-    wait_for(addressed, SCALE_TIMEOUT_S, "both Pods Ready with their replicas' addresses")
+    wait_for(addressed, SCALE_TIMEOUT_S, "both Pods Ready with their replicas' addresses", every_s=0.2)
     bound = {r.pod: r.command.pod_ip for r in live(runner, namespace, name)}
     assert bound == {p["metadata"]["name"]: p["status"]["podIP"] for p in pods()}
 
@@ -341,7 +378,7 @@ def test_a_pod_gets_its_quota_while_the_daemons_group_spins_on_every_core(
     control_plane.kubectl(
         "apply", "-n", namespace, "-f", "-", stdin=json.dumps(deployment(name, 1, f"{millis}m", "spin"))
     )
-    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica")
+    wait_for(lambda: len(live(pod_runner, namespace, name)) == 1, SCALE_TIMEOUT_S, "the replica", every_s=0.2)
     group = live(pod_runner, namespace, name)[0].cgroup
     outside = cgroup_of(os.getpid())
     with daemons_group(f"test-{os.getpid()}") as daemons:

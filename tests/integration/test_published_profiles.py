@@ -33,11 +33,11 @@ from stormscale.publish.kube import FleetApi
 from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
+from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
     condition,
     deployment,
     events,
-    eventually,
     get,
     operator,
     replicas,
@@ -157,9 +157,14 @@ def test_the_job_publishes_and_the_operator_plans_on_it(
 
     with operator(namespace) as runner:
         control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(stormtopology(namespace, budget=2)))
-        applied = eventually(
-            lambda: (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 2 and r,
-            what="appliedBudget 2 on the published profile",
+        applied = wait_for(
+            lambda: (
+                r
+                if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 2
+                else None
+            ),
+            60,
+            "appliedBudget 2 on the published profile",
         )
     assert runner.exception is None
     plan = applied["status"]["lastPlan"]
@@ -223,13 +228,20 @@ def test_a_stale_or_malformed_profile_gives_a_condition_and_no_action(
     FleetApi(kube_api).apply(damage(config_map(control_plane, namespace)))
     with operator(namespace) as runner:
         control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(stormtopology(namespace, budget=2)))
-        held = eventually(
+        held = wait_for(
             lambda: (
-                condition(r := get(control_plane, namespace), "PublishedProfile") == ("False", reason) and r
+                r
+                if condition(r := get(control_plane, namespace), "PublishedProfile") == ("False", reason)
+                else None
             ),
-            what=f"PublishedProfile False {reason}",
+            60,
+            f"PublishedProfile False {reason}",
         )
-        eventually(lambda: condition(get(control_plane, namespace), "Degraded") == ("True", "StaleMetrics"))
+        wait_for(
+            lambda: condition(get(control_plane, namespace), "Degraded") == ("True", "StaleMetrics"),
+            60,
+            "Degraded StaleMetrics",
+        )
     assert runner.exception is None
     message = next(c["message"] for c in held["status"]["conditions"] if c["type"] == "PublishedProfile")
     assert says in message

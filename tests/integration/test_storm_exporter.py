@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +35,7 @@ from tests.harness.bed.measure import running_exporter
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
+from tests.harness.waiting import wait_for
 
 pytestmark = pytest.mark.storm
 
@@ -115,30 +116,21 @@ def exporter(
             prometheus.set_jobs([])
 
 
-def wait_until(ready: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``ready()`` every half second."""
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.5)
-
-
 def next_update(client: NimbusClient, topology_id: str, component: str) -> tuple[float, int]:
     """Wait for Nimbus's next stats update of ``component``; its time and all-time executed count."""
     before = client.topology_page(topology_id, ALL_TIME).components[component].executed
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def updated() -> tuple[float, int] | None:
         now = client.topology_page(topology_id, ALL_TIME).components[component].executed
-        if now != before:
-            return time.time(), now
-        time.sleep(0.25)
-    raise AssertionError(f"no stats update of {component} in 30 s")
+        return (time.time(), now) if now != before else None
+
+    return wait_for(updated, 30, f"a stats update of {component}", every_s=0.25)
 
 
 def test_exporter_counters_and_gauges_equal_storms_own_numbers(
     client: NimbusClient, topology: Topology, exporter: Exporter
 ) -> None:
-    wait_until(lambda: per_component(exporter.families()[n.EXECUTED]).get("4", 0) > 50, 180, "no tuples at 4")
+    wait_for(lambda: per_component(exporter.families()[n.EXECUTED]).get("4", 0) > 50, 180, "no tuples at 4")
     # All-time counters only grow, so the exporter's read (after p0 and the 1 s cache) must lie between
     # Nimbus's page before it and the page after Nimbus's next stats update (the page may lag a beat).
     p0 = client.topology_page(topology.id, ALL_TIME).components
@@ -289,7 +281,7 @@ def test_rebalance_shows_in_the_exporter_within_its_wait_time(
 ) -> None:
     started = time.monotonic()
     client.rebalance(NAME, RebalanceRequest(wait_secs=REBALANCE_WAIT_S, workers=1, executors={"2": 3}))
-    wait_until(
+    wait_for(
         lambda: per_component(exporter.families()[n.EXECUTORS]).get("2") == 3.0,
         REBALANCE_WAIT_S + 30,
         "the exporter never showed 3 executors of 2",

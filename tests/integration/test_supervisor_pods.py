@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.storm.cluster import StormCluster
+from tests.harness.waiting import seconds_until, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.storm]
 
@@ -64,31 +64,22 @@ def supervisors_of(storm_cluster: StormCluster, runner: PodRunner, namespace: st
     return ours & listed
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> float:
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            pytest.fail(f"not within {timeout_s:.0f}s: {what}")
-        time.sleep(0.5)
-    return time.monotonic() - start
-
-
 def test_worker_replicas_become_supervisors_and_scaling_is_followed(
     control_plane: ControlPlane, storm_cluster: StormCluster, supervisor_runner: PodRunner, namespace: str
 ) -> None:
     control_plane.kubectl("apply", "-n", namespace, "-f", "-", stdin=workers(2, "500m"))
     # Two JVMs boot on 2 shared cores at half a core each: allow them the readiness timeout, not 30 s.
-    wait_until(
+    wait_for(
         lambda: len(supervisors_of(storm_cluster, supervisor_runner, namespace)) == 2, 180, "2 Supervisors"
     )
     quotas = {r.cgroup.limit() for r in supervisor_runner.replicas(namespace, "storm-workers")}
     assert quotas == {(50_000, 100_000)}  # 500m, enforced by the kernel
     control_plane.kubectl("scale", "deployment/storm-workers", "-n", namespace, "--replicas=3")
-    wait_until(
+    wait_for(
         lambda: len(supervisors_of(storm_cluster, supervisor_runner, namespace)) == 3, 120, "3 Supervisors"
     )
     control_plane.kubectl("scale", "deployment/storm-workers", "-n", namespace, "--replicas=1")
-    took = wait_until(
+    took = seconds_until(
         lambda: len(supervisors_of(storm_cluster, supervisor_runner, namespace)) == 1, FOLLOW_S, "back to 1"
     )
     assert took <= FOLLOW_S

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bench import planner as bench
+from bench.accuracy_steps import Step
 from stormscale.planner import FlowModel
-from tests.harness.tools.accuracy import Step
 
 
 def test_quick_benchmark_runs_and_optimal_bounds_every_heuristic(
@@ -61,8 +61,8 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from bench import accuracy
+    from bench.accuracy_steps import Report
     from tests.harness.kubernetes.cgroups import QuotaUse
-    from tests.harness.tools.accuracy import Report
 
     harness = {"backpressure": {"combined": 104.0, "stela": 90.0}, "drop": {"combined": 130.0}}
     linear = Report(
@@ -119,7 +119,7 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
 
 def test_accuracy_benchmark_tells_how_one_scaled_component_grows_with_its_units() -> None:
     from bench import accuracy
-    from tests.harness.tools.accuracy import Report
+    from bench.accuracy_steps import Report
 
     def step(budget: int, units: dict[str, int], measured: float) -> Step:
         return Step(budget, units, units, 4 + budget, 4 + budget, 1, measured, {}, {})

@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.harness.waiting import wait_for
 
 REPO = Path(__file__).parents[2]
 
@@ -39,10 +40,7 @@ def run_pytest(test_file: Path, **env: str) -> subprocess.Popen[str]:
 
 
 def wait_for_file(path: Path, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not path.exists():
-        time.sleep(0.1)
-    return path.exists()
+    return wait_for(path.exists, timeout_s, f"{path}", every_s=0.1, raise_on_timeout=False)
 
 
 def test_sigterm_runs_the_fixture_teardown(tmp_path: Path) -> None:

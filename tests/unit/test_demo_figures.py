@@ -9,7 +9,7 @@ from pathlib import Path
 from stormscale.planner import load_profile
 from stormscale.planner.cli import main
 from stormscale.planner.plots.inputs import MeasuredPoint
-from tests.harness.tools.demo import write_figures
+from tests.harness.demo import write_figures
 
 PROFILES = Path(__file__).parents[2] / "examples" / "profiles"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.accuracy_steps import Report, Step, fitted, fitted_components, predictions
 from stormscale.operator.policy import Mode, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import FlowModel, load_profile
@@ -21,7 +22,6 @@ from tests.harness.bed.scenarios import (
 )
 from tests.harness.bed.stack import kafka_properties, overhead_settled, storm_topology, worker_deployment
 from tests.harness.storm.topology import flux_file, topology_properties
-from tests.harness.tools.accuracy import Report, Step, fitted, fitted_components, predictions
 
 LINEAR = load_profile(Path(__file__).parents[2] / "examples" / "profiles" / "thesis-linear.json")
 

@@ -1,11 +1,11 @@
 """Where a fault hit an apply, told from the state it left; what a run checks; the fault table (pure
-parts of tests/harness/tools/operator_faults.py)."""
+parts of bench/operator_faults.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.harness.tools.operator_faults import (
+from bench.operator_faults import (
     NIMBUS_PHASES,
     PHASES,
     Fault,

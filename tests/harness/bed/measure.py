@@ -30,6 +30,7 @@ from stormscale.storm.samples.reader import SampleReader, Window
 from stormscale.storm.stats import tasks_per_component
 from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
 from tests.harness.storm.daemons import StormEndpoints
+from tests.harness.waiting import wait_for
 
 POLL_S = 0.25
 REPORT_TIMEOUT_S = 30.0
@@ -94,13 +95,16 @@ def next_report(
     """Wait for the next change of ``read()`` (a heartbeat reaching Nimbus); when and what it was, and
     ``snapshot()`` read right after it."""
     before = read()
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(POLL_S)
+
+    def sighted() -> Sighting | None:
         count = read()
-        if count != before:
-            return Sighting(time.time(), count, {} if snapshot is None else dict(snapshot()))
-    raise DaemonError(f"no new stats on Nimbus in {timeout_s:.0f} s (count still {before})")
+        if count == before:
+            return None
+        return Sighting(time.time(), count, {} if snapshot is None else dict(snapshot()))
+
+    return wait_for(
+        sighted, timeout_s, f"new stats on Nimbus (count {before} before)", every_s=POLL_S, error=DaemonError
+    )
 
 
 def rate_over(

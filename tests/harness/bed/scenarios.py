@@ -150,7 +150,7 @@ JVM_KAFKA_LINEAR = dataclasses.replace(
     load="48@60m",
 )
 
-#: Auto mode on a moving load (tests/harness/tools/moving_load.py): :data:`JVM_KAFKA_LINEAR` on a topic
+#: Auto mode on a moving load (tests/harness/bed/moving_load.py): :data:`JVM_KAFKA_LINEAR` on a topic
 #: of its own, profiled over 90 s windows at 10 s (the load changes within minutes; a rebalance's first
 #: 30 s are dropped), so that Auto sees a step within about a minute. Capacities per unit as measured
 #: on the linear runs: bolt 2 ~20/s, bolt 3 ~13/s, the sink ~55/s; spout "1" stays at one unit.

@@ -45,11 +45,12 @@ from tests.harness.kubernetes.cgroups import CpuCgroup, daemons_group
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.pod_runner import Command, PodRunner, Replica
 from tests.harness.paths import REPO_ROOT
-from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port, http_ok
+from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.home import ensure_storm_home
 from tests.harness.storm.topology import Topology, kill, submit
+from tests.harness.waiting import wait_for
 
 CRD = REPO_ROOT / "crds" / "stormtopologies.stormscale.io.yaml"
 #: The worker container's variable that says how many slots its Supervisor offers.
@@ -230,18 +231,6 @@ def supervisor_slots(container: Mapping[str, Any]) -> int:
     return 1
 
 
-def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 1.0) -> Any:
-    """Poll ``check()`` until it is truthy; :class:`DaemonError` naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise DaemonError(f"not within {timeout_s:.0f} s: {what}")
-        time.sleep(every_s)
-
-
 class Stack:
     """The test bed; use as a context manager (``with Stack(run_dir) as stack: ...``)."""
 
@@ -419,7 +408,10 @@ class Stack:
         )
         self.kubectl_apply(worker_deployment(scenario, replicas))
         wait_for(
-            lambda: self.supervisors(scenario) >= replicas, SUPERVISORS_TIMEOUT_S, f"{replicas} Supervisors"
+            lambda: self.supervisors(scenario) >= replicas,
+            SUPERVISORS_TIMEOUT_S,
+            f"{replicas} Supervisors",
+            every_s=1.0,
         )
         self._step(f"topology {scenario.name} ({scenario.shape}), one executor per component")
         props = {**scenario.properties, "topology.name": scenario.name, "topology.workers": replicas}
@@ -454,6 +446,7 @@ class Stack:
             lambda: not self.pods.replicas(self.namespace, scenario.deployment),
             SUPERVISORS_TIMEOUT_S,
             f"{scenario.deployment}'s pods stopped",
+            every_s=1.0,
         )
 
     def measure_pod_overhead(self, scenario: Scenario) -> str:

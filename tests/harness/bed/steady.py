@@ -26,8 +26,9 @@ from stormscale.samples import write_parquet
 from stormscale.storm.model import ALL_TIME
 from stormscale.storm.samples.reader import Window
 from tests.harness.bed.measure import ExecutedCounter, Measured, rate_over, run_aggregation, write_structure
-from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.kubernetes.cgroups import QuotaUse, parse_cpu_millis
+from tests.harness.waiting import wait_for
 
 MEASURE_S = 90.0
 PROFILE_TIMEOUT_S = 300.0

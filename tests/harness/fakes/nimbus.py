@@ -19,7 +19,7 @@ It answers the calls the operator and the exporter make, as Nimbus does:
   them as it says (pod i on its pinned host, else on a Supervisor of its own; worker j on port
   6700 + j), as Stormscale's scheduler does; ``sched_status`` says which.
 
-Faults a real Nimbus shows only now and then (tests/harness/tools/operator_faults.py): :attr:`Fleet.down`
+Faults a real Nimbus shows only now and then (bench/operator_faults.py): :attr:`Fleet.down`
 (every connection is closed at once, as while Nimbus restarts), :meth:`Fleet.lose_in_flight` (a
 restart forgets the rebalances still in their wait: the topology runs what it ran, ``ACTIVE``, as
 STORM-3516 lost them) and :attr:`Fleet.lose_next` (the next rebalances are accepted and never run).

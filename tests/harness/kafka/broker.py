@@ -42,6 +42,7 @@ from tests.harness.process import (
     stop_group,
 )
 from tests.harness.storm.daemons import java_env
+from tests.harness.waiting import wait_for
 
 LOOPBACK = "127.0.0.1"
 READY_TIMEOUT_S = 120.0
@@ -205,11 +206,12 @@ class KafkaBroker:
         except KafkaException as err:
             if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise DaemonError(f"cannot create topic {name} on {self.bootstrap}: {err}") from err
-        deadline = time.monotonic() + timeout_s
-        while not self._has_leaders(admin, name, partitions):
-            if time.monotonic() > deadline:
-                raise DaemonError(f"topic {name}: not every partition has a leader after {timeout_s:.0f} s")
-            time.sleep(0.5)
+        wait_for(
+            lambda: self._has_leaders(admin, name, partitions),
+            timeout_s,
+            f"topic {name}: every partition with a leader",
+            error=DaemonError,
+        )
 
     @staticmethod
     def _has_leaders(admin: AdminClient, name: str, partitions: int) -> bool:

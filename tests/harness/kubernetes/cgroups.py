@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.harness.waiting import wait_for
+
 CGROUP_FS = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 MIN_QUOTA_US = 1_000  # the kernel rejects smaller quotas
@@ -196,12 +198,9 @@ class CpuCgroup:
 
     def wait_empty(self, timeout_s: float) -> bool:
         """Wait until no process is left; True if that happened within ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while self.pids():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        return wait_for(
+            lambda: not self.pids(), timeout_s, "no process left", every_s=0.05, raise_on_timeout=False
+        )
 
     def kill_all(self, grace_s: float) -> None:
         """SIGTERM everything in the cgroup, then SIGKILL what is left after ``grace_s``."""

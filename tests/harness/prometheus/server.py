@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import requests
 
 from tests.harness.paths import ASSETS
 from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
+from tests.harness.waiting import wait_for
 
 PROMETHEUS_BIN = Path("/usr/bin/prometheus")
 INSTALL_SCRIPT = ASSETS / "install_prometheus.sh"
@@ -155,13 +155,13 @@ class Prometheus:
 
     def wait_for(self, promql: str, timeout_s: float = 60.0) -> list[dict[str, Any]]:
         """Poll an instant query until it returns a non-empty result."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            result = self.query(promql)
-            if result:
-                return result
-            time.sleep(1)
-        raise DaemonError(f"Prometheus: {promql!r} still empty after {timeout_s:.0f} s")
+        return wait_for(
+            lambda: self.query(promql),
+            timeout_s,
+            f"Prometheus: {promql!r} non-empty",
+            every_s=1.0,
+            error=DaemonError,
+        )
 
     def stop(self) -> None:
         """Stop the server."""

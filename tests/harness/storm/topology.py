@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-import time
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from tests.harness.paths import ASSETS
 from tests.harness.process import DaemonError, log_tail
 from tests.harness.storm.daemons import StormEndpoints, base_conf, daemon_classpath, java_argv, write_conf
 from tests.harness.storm.jvm import ensure_topology_jar
+from tests.harness.waiting import wait_for
 
 TOPOLOGY_DIR = ASSETS / "topologies"
 SHAPES = ("linear", "diamond", "topology10")
@@ -168,13 +168,12 @@ def submit(
 
 def wait_active(ep: StormEndpoints, name: str, timeout_s: float = ACTIVE_TIMEOUT_S) -> str:
     """Wait until Nimbus lists topology ``name`` as ACTIVE; return its id."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def active_id() -> str | None:
         topo = ep.nimbus().topology(name)
-        if topo is not None and topo.status == "ACTIVE":
-            return topo.id
-        time.sleep(1)
-    raise DaemonError(f"topology {name} not ACTIVE after {timeout_s:.0f} s")
+        return topo.id if topo is not None and topo.status == "ACTIVE" else None
+
+    return wait_for(active_id, timeout_s, f"topology {name} ACTIVE", every_s=1.0, error=DaemonError)
 
 
 def kill(ep: StormEndpoints, name: str, timeout_s: float = 60.0) -> None:
@@ -182,11 +181,13 @@ def kill(ep: StormEndpoints, name: str, timeout_s: float = 60.0) -> None:
     nimbus = ep.nimbus()
     with contextlib.suppress(TopologyNotFoundError):
         nimbus.kill(name, wait_secs=0)
-    deadline = time.monotonic() + timeout_s
-    while nimbus.topology(name) is not None:
-        if time.monotonic() > deadline:
-            raise DaemonError(f"topology {name} still listed {timeout_s:.0f} s after kill")
-        time.sleep(1)
+    wait_for(
+        lambda: nimbus.topology(name) is None,
+        timeout_s,
+        f"topology {name} no longer listed after kill",
+        every_s=1.0,
+        error=DaemonError,
+    )
 
 
 def wait_for_stats(
@@ -196,13 +197,16 @@ def wait_for_stats(
     timeout_s: float,
 ) -> dict[str, ComponentAggregate]:
     """Poll Nimbus's component stats until ``ready(stats)``; return them, or raise with the last seen."""
-    deadline = time.monotonic() + timeout_s
-    stats: dict[str, ComponentAggregate] = {}
-    while time.monotonic() < deadline:
-        stats = dict(ep.nimbus().topology_page(topology_id).components)
-        if ready(stats):
-            return stats
-        time.sleep(2)
-    raise DaemonError(
-        f"topology {topology_id}: condition not met after {timeout_s:.0f} s; last stats {stats}"
+    last: list[dict[str, ComponentAggregate]] = [{}]
+
+    def met() -> dict[str, ComponentAggregate] | None:
+        last[0] = dict(ep.nimbus().topology_page(topology_id).components)
+        return last[0] if ready(last[0]) else None
+
+    return wait_for(
+        met,
+        timeout_s,
+        f"topology {topology_id}: condition met",
+        every_s=2.0,
+        error=lambda said: DaemonError(f"{said}; last stats {last[0]}"),
     )

@@ -27,7 +27,7 @@ is applied and Ready. The faults (:class:`Fault`):
   and ask no more until the spec changes; then Nimbus is mended and the spec changed, and it applies.
 
 The metrics faults (``prometheus-stop``, ``metrics-stale``) need a real Prometheus and run on their own
-bed (:mod:`tests.harness.tools.metrics_faults`). Every run checks what a user relies on:
+bed (:mod:`bench.metrics_faults`). Every run checks what a user relies on:
 
 * it converges: ``status.appliedBudget`` is the budget, Ready, within :data:`CONVERGE_S` of the fault's
   end;
@@ -59,6 +59,7 @@ from stormscale.planner import load_profile
 from tests.harness.fakes import nimbus as fake_nimbus
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.process import Daemon, signal_group
+from tests.harness.waiting import seconds_until
 
 NAMESPACE = "faults"
 NAME = "t-000"  # the fakes' first topology
@@ -71,6 +72,8 @@ AFTER_INTENT_S = 0.03
 CONVERGE_S = 90.0
 #: A spec change after an API server restart must reach the operator's spec handler this soon.
 WATCH_S = 10.0
+#: How often a run polls the bed while it waits for a condition.
+POLL_S = 0.25
 APISERVER_DOWN_S = (1.0, 5.0)
 NIMBUS_DOWN_S = (3.0, 10.0)
 #: ``nimbus-loses``: how long the operator must stay quiet once it gave up (two timer passes).
@@ -304,18 +307,6 @@ def fault_bed(
         yield Bed(plane, api, fakes.nimbus, fakes.prometheus_url, run_dir, namespace)
 
 
-def wait_for(check: Callable[[], Any], timeout_s: float, daemon: Daemon | None = None) -> float | None:
-    """Seconds until ``check()`` is truthy, or None after ``timeout_s``; raise if ``daemon`` exits."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if check():
-            return time.monotonic() - started
-        if daemon is not None and daemon.exited() is not None:
-            raise daemon.failure("exited")
-        time.sleep(0.25)
-    return None
-
-
 def spec_pass_after(operator: Daemon, namespace: str, at: float) -> bool:
     """Whether the operator logged a pass of its spec handler that ended after ``at`` (Unix seconds)."""
     passes = fleet.parse_passes(operator.spec.log.read_text(errors="replace").splitlines(), namespace)
@@ -398,7 +389,14 @@ def _restart_apiserver(s: Session, budget: int, applied_at: float, delay: float)
 def _restart_nimbus(s: Session, budget: int, applied_at: float, delay: float) -> Injection:
     nimbus = s.bed.nimbus
     if s.at_request:  # right after the operator's rebalance arrived: inside its 5 s wait
-        arrived = wait_for(lambda: s.bed.observe(applied_at).rebalanced_since_apply, 30.0, s.operator)
+        arrived = seconds_until(
+            lambda: s.bed.observe(applied_at).rebalanced_since_apply,
+            30.0,
+            "the rebalance at Nimbus",
+            daemons=(s.operator,),
+            every_s=POLL_S,
+            raise_on_timeout=False,
+        )
         if arrived is None:
             return Injection(NIMBUS_PHASES[0], found=["no rebalance arrived within 30 s of the apply"])
     else:
@@ -417,7 +415,14 @@ def _lose_rebalances(s: Session, budget: int, applied_at: float, delay: float) -
     """Nimbus loses every rebalance (armed before the apply, see :func:`run_faults`): the operator
     asks ``MAX_REBALANCES`` times, gives up, stays quiet; then Nimbus is mended and the spec changed."""
     bed, found = s.bed, []
-    gave_up = wait_for(lambda: bed.observe().degraded == "RebalanceNotApplied", CONVERGE_S, s.operator)
+    gave_up = seconds_until(
+        lambda: bed.observe().degraded == "RebalanceNotApplied",
+        CONVERGE_S,
+        "RebalanceNotApplied",
+        daemons=(s.operator,),
+        every_s=POLL_S,
+        raise_on_timeout=False,
+    )
     if gave_up is None:
         found.append(f"not Degraded/RebalanceNotApplied within {CONVERGE_S:.0f} s")
     held = bed.observe(applied_at)
@@ -459,7 +464,17 @@ def ensure_ready(bed: Bed, operator: Daemon) -> None:
     found = custom.list_namespaced_custom_object(GROUP, VERSION, bed.namespace, PLURAL)["items"]
     if not found:
         bed.apply_budget(0)
-    if wait_for(lambda: bed.observe().ready, CONVERGE_S, operator) is None:
+    if (
+        seconds_until(
+            lambda: bed.observe().ready,
+            CONVERGE_S,
+            "Ready",
+            daemons=(operator,),
+            every_s=POLL_S,
+            raise_on_timeout=False,
+        )
+        is None
+    ):
         raise RuntimeError(f"{NAME} never became Ready (operator log: {operator.spec.log})")
 
 
@@ -494,7 +509,14 @@ def run_faults(
                 now = bed.observe()
                 return now.applied_budget == budget and now.ready and not now.pending
 
-            took = wait_for(converged, CONVERGE_S, session.operator)
+            took = seconds_until(
+                converged,
+                CONVERGE_S,
+                "converged",
+                daemons=(session.operator,),
+                every_s=POLL_S,
+                raise_on_timeout=False,
+            )
             watch_s, found = None, list(injected.found)
             if fault is Fault.APISERVER_RESTART and took is not None:
                 watch_s, problem = _probe_watch(session)
@@ -529,7 +551,14 @@ def _probe_watch(s: Session) -> tuple[float | None, str | None]:
     """A spec change must reach the operator's spec handler within :data:`WATCH_S`: its watch
     reconnected after the API server came back."""
     at = s.bed.touch()
-    took = wait_for(lambda: spec_pass_after(s.operator, s.bed.namespace, at), WATCH_S, s.operator)
+    took = seconds_until(
+        lambda: spec_pass_after(s.operator, s.bed.namespace, at),
+        WATCH_S,
+        "a spec pass",
+        daemons=(s.operator,),
+        every_s=POLL_S,
+        raise_on_timeout=False,
+    )
     if took is None:
         return None, f"no spec pass within {WATCH_S:.0f} s of a spec change: the watch did not reconnect"
     return took, None

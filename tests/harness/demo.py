@@ -10,7 +10,7 @@ throughput for budgets 0 … N with the two measured points over it, and the top
 plan's units, utilization and bottleneck (the profile and the measured points are written beside them,
 so that ``stormscale plan … --plot`` and ``stormscale graph`` can draw them again).
 
-    python -m tests.harness.tools.demo [--budget 3]
+    python -m tests.harness.demo [--budget 3]
 """
 
 from __future__ import annotations
@@ -101,9 +101,7 @@ def write_figures(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.harness.tools.demo", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=3, help="units to add (1-3 fit the demo's tasks)")
     args = parser.parse_args(argv)
     if not 1 <= args.budget <= 3:

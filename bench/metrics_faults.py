@@ -2,7 +2,7 @@
 metrics frozen (stale), while a budget is to be applied.
 
 The bed (:func:`metrics_bed`): the real API server and the operator as a real ``kopf run`` process, as
-in :mod:`tests.harness.tools.operator_faults`; the fake Nimbus running one topology (thesis-linear:
+in :mod:`bench.operator_faults`; the fake Nimbus running one topology (thesis-linear:
 a 500/s spout, bolts of 400, 250 and 900 tuples/s per unit, their stats the backpressure model's);
 the project's real exporter reading that Nimbus; and the real Prometheus (Debian's, from
 ``tests/harness/prometheus``) scraping the exporter every second. The StormTopology measures over a
@@ -16,7 +16,7 @@ budget is applied and the operator watched for :data:`OBSERVE_S`: it must take n
 rebalance, no replica change, no pending plan, no ``ScalingApplied``), be Degraded with the reason
 docs/operator/reference.md names (``MetricsUnavailable``, ``StaleMetrics``) and post one Warning for it. Then
 the part starts again and the run ends when the budget is applied and Ready (the common checks of
-:class:`~tests.harness.tools.operator_faults.FaultRun`).
+:class:`~bench.operator_faults.FaultRun`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,10 @@ from pathlib import Path
 from kubernetes import client
 
 from bench import fleet
-from stormscale.planner import load_profile
-from tests.harness.fakes import nimbus as fake_nimbus
-from tests.harness.kubernetes.control_plane import ControlPlane
-from tests.harness.paths import REPO_ROOT
-from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok
-from tests.harness.prometheus.server import Prometheus, StaticJob
-from tests.harness.tools.operator_faults import (
+from bench.operator_faults import (
     CONVERGE_S,
     NAME,
+    POLL_S,
     Bed,
     Fault,
     FaultRun,
@@ -48,8 +43,14 @@ from tests.harness.tools.operator_faults import (
     namespace_with_workers,
     new_reasons,
     next_budget,
-    wait_for,
 )
+from stormscale.planner import load_profile
+from tests.harness.fakes import nimbus as fake_nimbus
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.paths import REPO_ROOT
+from tests.harness.process import Daemon, LaunchSpec, free_port, http_ok
+from tests.harness.prometheus.server import Prometheus, StaticJob
+from tests.harness.waiting import seconds_until
 
 NAMESPACE = "faults-metrics"
 METRICS = {"window": "16s", "step": "2s", "settle": "4s", "maxAge": "6s"}
@@ -162,7 +163,14 @@ def run_metrics_faults(
                 now = bed.observe()
                 return now.applied_budget == budget and now.ready and not now.pending
 
-            took = wait_for(converged, CONVERGE_S, operator)
+            took = seconds_until(
+                converged,
+                CONVERGE_S,
+                "converged",
+                every_s=POLL_S,
+                daemons=(operator,),
+                raise_on_timeout=False,
+            )
             after = bed.observe(applied_at)
             events = new_reasons(before, after)
             expected = EXPECTED[fault]

@@ -9,7 +9,7 @@ plan under each flow model, before it is applied.
 
 The end-to-end test runs it (``tests/e2e/``); people run it on a stack of its own::
 
-    python -m tests.harness.tools.accuracy [--budgets 0 1 2 3]    # tables on stdout, JSON in the run dir
+    python -m bench.accuracy_steps [--budgets 0 1 2 3]    # tables on stdout, JSON in the run dir
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def run_budget_steps(stack: Stack, scenario: Scenario, budgets: Sequence[int]) -
 def main(argv: Sequence[str] | None = None) -> int:
     """Start a stack, run the congested scenario through ``--budgets``, print and write the report."""
     parser = argparse.ArgumentParser(
-        prog="python -m tests.harness.tools.accuracy", description=__doc__.splitlines()[0]
+        prog="python -m bench.accuracy_steps", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS), help="ascending, from 0")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="jvm-linear")

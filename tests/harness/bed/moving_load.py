@@ -9,7 +9,7 @@ operator's status. When the schedule ends it waits for the lag to drain and comp
 sink saw with those produced. The figures the end-to-end test asserts on are in
 :mod:`tests.harness.bed.timeline`; :meth:`AutoReport.table` prints them.
 
-``python -m tests.harness.tools.moving_load`` runs it on a stack of its own and prints the report.
+``python -m tests.harness.bed.moving_load`` runs it on a stack of its own and prints the report.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
-from tests.harness.bed.stack import Scenario, Stack, storm_topology, wait_for
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.timeline import (
     Tick,
     changes_between,
@@ -36,6 +36,7 @@ from tests.harness.bed.timeline import (
 )
 from tests.harness.kafka.seen import SeenReport, read_seen
 from tests.harness.process import new_run_dir
+from tests.harness.waiting import wait_for
 
 TICK_S = 10.0
 #: The sinks' rate is taken over this many seconds (three ticks: a key file grows in bursts).
@@ -319,7 +320,7 @@ SCALING = AutoScaling(target_utilization=0.7)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.harness.tools.moving_load", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.bed.moving_load", description=__doc__)
     parser.add_argument("--schedule", default=None, help="LOW,HIGH,LOW_S,HIGH_S,FALL_S (default: the test's)")
     args = parser.parse_args(argv)
     load = LOAD if args.schedule is None else MovingLoad(*(float(x) for x in args.schedule.split(",")))

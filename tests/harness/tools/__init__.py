@@ -1,1 +1,0 @@
-"""Programs for people, run with ``python -m``: the demo (``make demo``) and the model accuracy report."""
