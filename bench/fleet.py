@@ -570,10 +570,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_dir = new_run_dir("fleet-")
     _progress(f"fleet benchmark: logs in {run_dir}")
     with heavy_lock(), ControlPlane(run_dir, bin_dir=binaries.ensure_binaries()) as plane:
-        plane.kubectl("apply", "-f", str(CRD))
-        plane.kubectl(
-            "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-        )
+        plane.apply_crds(CRD)
         api = config.new_client_from_config(config_file=str(plane.kubeconfig))
         with fakes(profile, args.resources, horizon) as shared:
             phases = [

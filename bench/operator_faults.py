@@ -283,8 +283,7 @@ class Bed:
 def namespace_with_workers(plane: ControlPlane, namespace: str) -> Iterator[None]:
     """The CRD, the namespace and the worker Deployment (paused: no pods); the namespace is deleted
     after (it stays Terminating: the stopped operator's finalizer holds the StormTopology)."""
-    plane.kubectl("apply", "-f", str(fleet.CRD))
-    plane.kubectl("wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s")
+    plane.apply_crds(fleet.CRD)
     plane.kubectl("create", "namespace", namespace)
     try:
         deployment = fleet.deployment_manifest(NAME, fleet.BASELINE_UNITS)

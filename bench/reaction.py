@@ -712,10 +712,7 @@ def run_reaction(applies: int) -> tuple[list[Apply], dict[str, list[dict[str, fl
     _progress(f"reaction benchmark: logs in {run_dir}")
     made: list[Apply] = []
     with heavy_lock(), ControlPlane(run_dir, bin_dir=binaries.ensure_binaries()) as plane:
-        plane.kubectl("apply", "-f", str(fleet.CRD))
-        plane.kubectl(
-            "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-        )
+        plane.apply_crds(fleet.CRD)
         api = config.new_client_from_config(config_file=str(plane.kubeconfig))
         with fleet.fakes(profile, 1, HORIZON_S) as shared, sides(plane, api, run_dir) as both:
             operator, floor = both["operator"], both["floor"]

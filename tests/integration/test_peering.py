@@ -102,10 +102,7 @@ class Bed:
 @pytest.fixture(scope="module")
 def bed(control_plane: ControlPlane, kube_api: client.ApiClient) -> Iterator[Bed]:
     crds = REPO_ROOT / "crds"
-    control_plane.kubectl("apply", "-f", str(crds / "stormtopologies.stormscale.io.yaml"))
-    control_plane.kubectl("apply", "-f", str(crds / "kopf-peering.yaml"))
-    for crd in ("stormtopologies.stormscale.io", "kopfpeerings.kopf.dev"):
-        control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+    control_plane.apply_crds(crds / "stormtopologies.stormscale.io.yaml", crds / "kopf-peering.yaml")
     control_plane.kubectl("create", "namespace", NAMESPACE)
     peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": PEERING}}
     control_plane.kubectl("apply", "-n", NAMESPACE, "-f", "-", stdin=json.dumps(peering))

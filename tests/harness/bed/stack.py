@@ -306,10 +306,7 @@ class Stack:
         self._exit.callback(self.pods.stop)
         self._scrape()
         self._step("CRD and namespace")
-        self.plane.kubectl("apply", "-f", str(CRD))
-        self.plane.kubectl(
-            "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-        )
+        self.plane.apply_crds(CRD)
         self.plane.kubectl("create", "namespace", self.namespace)
 
     def _supervisor(self, replica: Replica) -> Command:

@@ -48,6 +48,7 @@ from tests.harness.process import (
     signal_group,
     stop_group,
 )
+from tests.harness.waiting import wait_for
 
 CLUSTER_LINK = RUN_ROOT / "cluster"
 READY_TIMEOUT_S = 120.0
@@ -107,6 +108,22 @@ class ControlPlane:
         if done.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
         return done.stdout
+
+    def apply_crds(self, *paths: Path, timeout_s: float = 60) -> None:
+        """Apply the CRD files and wait until each CRD is Established.
+
+        Polled with ``kubectl get`` rather than ``kubectl wait``: a CRD the API server has not yet
+        given a status makes ``kubectl wait --for=condition=Established`` fail at once (seen on a
+        loaded machine) instead of waiting."""
+        applied = [self.kubectl("apply", "-f", str(path), "-o", "name") for path in paths]
+        names = [name for out in applied for name in out.split()]
+        for name in names:
+            wait_for(functools.partial(self._established, name), timeout_s, f"{name} Established")
+
+    def _established(self, name: str) -> bool:
+        """Whether CRD ``name`` (``customresourcedefinition.../<name>``) has ``Established=True``."""
+        query = '-o=jsonpath={.status.conditions[?(@.type=="Established")].status}'
+        return self.kubectl("get", name, query).strip() == "True"
 
     def start(self) -> ControlPlane:
         """Start the three daemons in order and wait for each; on failure stop all and raise."""

@@ -86,10 +86,7 @@ def pod_runner(pod_runner_factory: PodRunnerFactory) -> PodRunner:
 @pytest.fixture(scope="module")
 def stormtopology_crd(control_plane: ControlPlane) -> Path:
     """The StormTopology CRD, applied and Established (its path)."""
-    control_plane.kubectl("apply", "-f", str(STORMTOPOLOGY_CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "crd/stormtopologies.stormscale.io", "--timeout=60s"
-    )
+    control_plane.apply_crds(STORMTOPOLOGY_CRD)
     return STORMTOPOLOGY_CRD
 
 
