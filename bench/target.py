@@ -1,4 +1,4 @@
-"""Target-rate benchmark (issue 16, item 5): does the throughput reach a raised targetRate?
+"""Target-rate benchmark: does the throughput reach a raised targetRate?
 
 On the test bed, ``spec.scaling.targetRate`` is raised; the operator sizes, packs and applies; does
 the measured throughput reach the target, and how many units and pods did it take against the
@@ -31,7 +31,7 @@ capacity and the sinks' rate is what the units can do. Then:
    without a placement one pod per ``K`` units), the Deployment's replicas, and the Supervisors that
    host the topology's workers (the executors' hosts from Nimbus).
 
-The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, seed 001's heuristic)
+The runs: each sizing in :data:`SIZINGS` (Exact, the proven minimum, and MBA, Shukla & Simmhan's heuristic)
 on SAM with pods of 2 slots and, as the alternative in the same run, Storm's own one-slot placement
 (no ``workers.placement``, pods of one slot). A unit is 200m either way, so a 2-slot pod is 400m.
 
@@ -183,11 +183,10 @@ def optimum(
 def capacities(measured: MeasuredProfile) -> dict[str, str]:
     """Each bolt's capacity per unit in a profile and where its busy time came from (``pod-cpu``, or
     Storm's ``execute-latency`` where a pod runs several components), e.g. ``"13.2/s pod-cpu"``."""
-    sources = measured.confidence.get("components") or {}
     out = {}
     for c in measured.topology.components:
         if not c.is_spout:
-            source = ((sources.get(c.id) or {}).get("capacityPerUnit") or {}).get("source", "?")
+            source = measured.confidence.of(c.id).capacity_source or "?"
             out[c.id] = f"{c.capacity_per_unit:.1f}/s {source}"
     return out
 

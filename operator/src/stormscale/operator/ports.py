@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from stormscale.operator.policy import ProfileSource
 from stormscale.operator.status import StormTopologyStatus
-from stormscale.planner import Topology
+from stormscale.planner import ProfileConfidence, Topology
 from stormscale.storm.model import Executor, is_system
 
 #: A placement as the rebalance carries it: pods in order, each its workers in order, each component
@@ -119,9 +119,9 @@ class MeasuredProfile:
     topology: Topology
     throughput: float
     age_s: float
-    #: The profile document's ``confidence`` (steadiness, window, notes) and, under ``components``,
-    #: each component's (where each number came from, spreads, disagreements).
-    confidence: Mapping[str, Any] = field(default_factory=dict)
+    #: The profile's confidence (steadiness, window, notes) and each component's (where each number
+    #: came from, executed rate, the demand's cross-check).
+    confidence: ProfileConfidence = field(default_factory=ProfileConfidence)
     #: The worker Deployment's pods and their CPU (empty: not measured).
     pods: tuple[PodLoad, ...] = ()
     #: Measured in this pass (``InProcess``) or read from the fleet job's ConfigMap (``Published``).
