@@ -365,6 +365,11 @@ def _number(value: Any) -> float | None:
     return float(value) if is_finite_number(value) else None
 
 
+def _positive(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and number > 0 else None
+
+
 def _integer(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) < MAX_RATE else None
 
@@ -415,7 +420,7 @@ def _component_confidence(raw: Mapping[str, Any]) -> ComponentConfidence:
         selectivity_source=_text(_object(raw.get("selectivity")).get("source")),
         executed_rate=_number(raw.get("executedRate")),
         emitted_rate=_number(raw.get("emittedRate")),
-        fanout=_number(raw.get("fanout")) or 1.0,
+        fanout=_positive(raw.get("fanout")) or 1.0,
         stable=stable if isinstance(stable, bool) else None,
         demand=_demand(_object(raw.get("demand"))),
     )
