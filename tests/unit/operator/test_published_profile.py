@@ -103,6 +103,8 @@ FALLBACKS = [
     ({"window": "x"}, "PublishedProfileInvalid", "no profile.json key"),
     (broken("profile.json", '{"topology": "linear", "compo'), "PublishedProfileInvalid", "is not JSON"),
     (broken("profile.json", "[1, 2]"), "PublishedProfileInvalid", "must be a JSON object"),
+    (broken("profile.json", "[" * 100_000 + "]" * 100_000), "PublishedProfileInvalid", "nested too deeply"),
+    (broken("profile.json", "[" + "7" * 5000 + "]"), "PublishedProfileInvalid", "integer too long"),
     (
         with_doc(lambda d: d["components"][2].update(capacityPerUnit=-1)),
         "PublishedProfileInvalid",

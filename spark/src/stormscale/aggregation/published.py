@@ -153,6 +153,10 @@ def parse_published(data: Mapping[str, Any], where: str = "published profile") -
         document = json.loads(raw)
     except json.JSONDecodeError as err:
         raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:  # ``[`` × 100,000: hostile input, not a crash
+        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (nested too deeply)") from None
+    except ValueError:  # an integer beyond Python's 4,300-digit conversion limit
+        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (integer too long)") from None
     if not isinstance(document, dict):
         raise PublishedError(f"{where}: {PROFILE_KEY} must be a JSON object")
     try:
