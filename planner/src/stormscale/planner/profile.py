@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from stormscale.planner.model import Component, Kind, Topology
@@ -332,6 +333,10 @@ class ProfileConfidence:
     window: WindowConfidence | None = None
     notes: tuple[str, ...] = ()
     components: Mapping[str, ComponentConfidence] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a read-only view of a copy: the value is frozen all the way down, as its other fields are tuples
+        object.__setattr__(self, "components", MappingProxyType(dict(self.components)))
 
     def of(self, component: str) -> ComponentConfidence:
         """The component's confidence; one that says nothing when the profile has none for it."""
