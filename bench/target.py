@@ -184,11 +184,10 @@ def optimum(
 def capacities(measured: MeasuredProfile) -> dict[str, str]:
     """Each bolt's capacity per unit in a profile and where its busy time came from (``pod-cpu``, or
     Storm's ``execute-latency`` where a pod runs several components), e.g. ``"13.2/s pod-cpu"``."""
-    sources = measured.confidence.get("components") or {}
     out = {}
     for c in measured.topology.components:
         if not c.is_spout:
-            source = ((sources.get(c.id) or {}).get("capacityPerUnit") or {}).get("source", "?")
+            source = measured.confidence.of(c.id).capacity_source or "?"
             out[c.id] = f"{c.capacity_per_unit:.1f}/s {source}"
     return out
 

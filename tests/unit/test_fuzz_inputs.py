@@ -1,6 +1,7 @@
-"""Bounded fuzzing of the two hostile-input parsers: the profile loader and the
+"""Bounded fuzzing of the hostile-input parsers: the profile loader, its confidence reader and the
 StormTopology spec parser. Every example must give a valid result or the documented error
-(``ProfileError``, ``InvalidSpecError``) — no other exception — within a per-example deadline.
+(``ProfileError``, ``InvalidSpecError``; the confidence reader has none) — no other exception —
+within a per-example deadline.
 
 1,000 examples each here (well under a minute); ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
 """
@@ -8,6 +9,7 @@ StormTopology spec parser. Every example must give a valid result or the documen
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.planner.model import Topology
-from stormscale.planner.profile import ProfileError, load_profile, parse_profile
+from stormscale.planner.profile import ProfileError, load_profile, parse_confidence, parse_profile
 from tests.unit.fuzzing import fuzz_settings, outcome
 
 FUZZ = fuzz_settings(deadline_ms=500)
@@ -69,6 +71,52 @@ def test_the_profile_loader_gives_a_topology_or_a_profile_error(document: Any) -
     topology = outcome(parse_profile, document, ProfileError)
     if isinstance(topology, Topology):
         assert len(topology.order) == len(topology.components)  # loaded means acyclic and complete
+
+
+SOURCED = st.fixed_dictionaries({}, optional={"source": JSON, "throttled": JSON})
+DEMAND = st.fixed_dictionaries(
+    {},
+    optional={
+        k: st.one_of(NUMBERS, JSON) for k in ("appendRate", "emittedRate", "lagGrowth", "disagreement")
+    },
+)
+COMPONENT_CONFIDENCE = st.fixed_dictionaries(
+    {},
+    optional={
+        **{k: st.one_of(SOURCED, JSON) for k in ("units", "maxUnits", "outputPerUnit", "capacityPerUnit")},
+        **{k: st.one_of(NUMBERS, JSON) for k in ("executedRate", "emittedRate", "fanout", "stable")},
+        "demand": st.one_of(DEMAND, JSON),
+    },
+)
+WINDOW = st.dictionaries(st.sampled_from(["start", "end", "intervals", "settleSeconds", "maxCv"]), JSON)
+TOP_CONFIDENCE = st.fixed_dictionaries(
+    {}, optional={"steady": JSON, "unstable": JSON, "notes": JSON, "window": st.one_of(WINDOW, JSON)}
+)
+CONFIDENT = st.one_of(
+    JSON,
+    st.fixed_dictionaries(
+        {
+            "components": st.lists(
+                st.fixed_dictionaries(
+                    {"id": st.one_of(IDS, JSON), "confidence": st.one_of(COMPONENT_CONFIDENCE, JSON)}
+                ),
+                max_size=4,
+            )
+        },
+        optional={"confidence": st.one_of(TOP_CONFIDENCE, JSON)},
+    ),
+)
+
+
+@FUZZ
+@given(CONFIDENT)
+def test_the_confidence_reader_never_raises(document: Any) -> None:
+    """A published profile's confidence is hostile input: anything not of its type reads as unsaid."""
+    confidence = parse_confidence(document)
+    assert confidence.steady in (True, False)
+    for component in confidence.components.values():
+        assert component.fanout > 0
+        assert component.demand is None or math.isfinite(component.demand.lag_growth)
 
 
 FILE = Path(tempfile.mkdtemp(prefix="stormscale-fuzz-")) / "p.json"  # one file, rewritten per example

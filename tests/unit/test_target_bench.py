@@ -11,7 +11,7 @@ import pytest
 from bench import target as bench
 from stormscale.operator.policy import Mode, PlacementKind, SizingKind, parse_spec
 from stormscale.operator.ports import MeasuredProfile
-from stormscale.planner import load_profile
+from stormscale.planner import ComponentConfidence, ProfileConfidence, load_profile
 from stormscale.storm.model import Executor, TopologyInfo
 from tests.harness.bed.stack import SLOTS_ENV, storm_topology, supervisor_slots, worker_deployment
 
@@ -182,12 +182,12 @@ def test_a_target_that_is_not_a_rate_is_one_line_and_exit_2(capsys: pytest.Captu
 
 
 def test_each_bolts_capacity_is_shown_with_where_its_busy_time_came_from() -> None:
-    confidence = {
-        "components": {
-            "2": {"capacityPerUnit": {"source": "pod-cpu"}},
-            "3": {"capacityPerUnit": {"source": "execute-latency"}},
+    confidence = ProfileConfidence(
+        components={
+            "2": ComponentConfidence(capacity_source="pod-cpu"),
+            "3": ComponentConfidence(capacity_source="execute-latency"),
         }
-    }
+    )
     shown = bench.capacities(MeasuredProfile(LINEAR, 500.0, 0.0, confidence))
     assert shown == {"2": "400.0/s pod-cpu", "3": "250.0/s execute-latency", "4": "900.0/s ?"}  # no spout
 

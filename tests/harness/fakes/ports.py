@@ -22,7 +22,7 @@ from stormscale.operator.ports import (
 )
 from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.status import StormTopologyStatus, status_patch
-from stormscale.planner import FlowModel, Topology, throughput
+from stormscale.planner import FlowModel, ProfileConfidence, Topology, throughput
 from stormscale.storm.model import Executor
 
 Journal = list[tuple[str, Any]]
@@ -153,8 +153,8 @@ class FakeProfiler:
     fail: Exception | None = None
     #: The worker pods' CPU over their limits, by pod (host): what MultiLevel's choices read.
     pods: tuple[PodLoad, ...] = ()
-    #: The profile's confidence as the profiler gives it (``components[id].demand``…).
-    confidence: dict[str, Any] = field(default_factory=dict)
+    #: The profile's confidence as the profiler gives it (each component's demand check…).
+    confidence: ProfileConfidence = field(default_factory=ProfileConfidence)
 
     def profile(self, topology: str, window_s: float) -> MeasuredProfile:
         self.calls += 1

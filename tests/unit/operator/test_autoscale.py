@@ -5,14 +5,21 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from stormscale.operator.autoscale import catching_up, congested, decide, needed_budget, target_of
 from stormscale.operator.ports import UnknownDemandError
 from stormscale.operator.status import AutoscalerState
-from stormscale.planner import FlowModel, Strategy, load_profile
+from stormscale.planner import (
+    ComponentConfidence,
+    DemandCheck,
+    FlowModel,
+    ProfileConfidence,
+    Strategy,
+    load_profile,
+    parse_confidence,
+)
 
 from .test_reconcile import conditions, policy, run, world
 
@@ -86,15 +93,12 @@ def test_scale_in_must_be_wanted_for_the_whole_delay() -> None:
     assert (later.budget, later.reason) == (1, "ScaleIn")  # past the delay, not only at it
 
 
-def draining(append: float, growth: float) -> dict[str, Any]:
+def draining(append: float, growth: float) -> ProfileConfidence:
     """A profile's confidence whose Kafka-fed spout "1" appends ``append``/s, its lag growing ``growth``/s."""
-    demand = {
-        "appendRate": append,
-        "emittedRate": append - growth,
-        "lagGrowth": growth,
-        "disagreement": False,
-    }
-    return {"components": {"1": {"demand": demand}, "2": {}}}
+    check = DemandCheck(append_rate=append, lag_growth=growth, emitted_rate=append - growth)
+    return ProfileConfidence(
+        steady=True, components={"1": ComponentConfidence(demand=check), "2": ComponentConfidence()}
+    )
 
 
 def test_a_source_catches_up_while_its_lag_shrinks_faster_than_a_tenth_of_its_appends() -> None:
@@ -102,13 +106,34 @@ def test_a_source_catches_up_while_its_lag_shrinks_faster_than_a_tenth_of_its_ap
     assert catching_up(draining(16.0, -1.5)) == ()  # within a tenth of 16/s
     assert catching_up(draining(7.0, -0.8)) == ()  # within the floor of 1 record/s
     assert catching_up(draining(16.0, 5.0)) == ()  # a growing lag is demand, sized already
-    assert catching_up({"components": {"1": {"demand": {"lagGrowth": None, "appendRate": 9}}}}) == ()
-    assert catching_up({}) == ()
+    assert catching_up(ProfileConfidence()) == ()
     assert catching_up(draining(7.0, -1.2)) == ("1",)  # past the floor of 1 record/s
-    unknown = {"0": {"demand": {"lagGrowth": None, "appendRate": 9.0}}}
-    assert catching_up({"components": {**unknown, **draining(16.0, -8.6)["components"]}}) == ("1",)
-    without = {"components": {"0": {}, **draining(16.0, -8.6)["components"]}}
-    assert catching_up(without) == ("1",)  # a spout without a Kafka source is skipped, not the end
+    both = {"0": ComponentConfidence(demand=DemandCheck(9.0, -5.0)), **draining(16.0, -8.6).components}
+    assert catching_up(ProfileConfidence(components=both)) == ("0", "1")  # every draining spout, by id
+    without = {"0": ComponentConfidence(), **draining(16.0, -8.6).components}
+    assert catching_up(ProfileConfidence(components=without)) == ("1",)  # one without a check is skipped
+
+
+def test_a_published_demand_check_is_read_only_when_its_rates_are_numbers() -> None:
+    """A lag growth that is not a number (a hostile or partial published profile) is no check at all."""
+
+    def component(demand: object) -> dict[str, object]:
+        return {
+            "id": "1",
+            "kind": "spout",
+            "units": 1,
+            "outputPerUnit": 9.0,
+            "confidence": {"demand": demand},
+        }
+
+    unknown = parse_confidence({"components": [component({"lagGrowth": None, "appendRate": 9})]})
+    assert unknown.of("1").demand is None
+    assert catching_up(unknown) == ()
+    junk = parse_confidence({"components": [component({"lagGrowth": "-5", "appendRate": 9})]})
+    assert junk.of("1").demand is None
+    read = parse_confidence({"components": [component({"lagGrowth": -5, "appendRate": 9})]})
+    assert read.of("1").demand == DemandCheck(append_rate=9.0, lag_growth=-5.0)
+    assert catching_up(read) == ("1",)
 
 
 def test_a_backlog_holds_a_fall_and_its_wish_starts_over_but_never_a_rise() -> None:

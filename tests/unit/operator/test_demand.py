@@ -8,17 +8,23 @@ the spout is throttled to 400/s) without the spout's ``offered_total``, as a Kaf
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
-from stormscale.operator.adapters.profiler import PrometheusProfiler
+from stormscale.operator.adapters.profiler import PrometheusProfiler, mark_demand
 from stormscale.operator.policy import InvalidSpecError, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnknownDemandError
 from stormscale.operator.profiles import check_demand_known, saturated_bolts
-from stormscale.planner import FlowModel, throughput
+from stormscale.planner import (
+    ComponentConfidence,
+    DemandCheck,
+    FlowModel,
+    Profile,
+    ProfileConfidence,
+    throughput,
+)
 from stormscale.samples.names import OFFERED
 from stormscale.storm.samples import __main__ as samples_cli
 from stormscale.storm.samples.demand import (
@@ -88,19 +94,46 @@ def test_a_kafka_topics_append_rate_is_the_spouts_demand() -> None:
 
 
 def test_the_profile_names_the_source_and_the_kafka_cross_check() -> None:
-    confidence = profile_document({"1": KafkaDemand("orders", "g")}, lag_growth=600.0)["components"]["1"]
-    assert confidence["outputPerUnit"]["source"] == "kafka"
-    check = confidence["demand"]
-    assert check["appendRate"] == pytest.approx(1000.0, rel=0.01)
-    assert check["emittedRate"] == pytest.approx(400.0, rel=0.02)
-    assert check["disagreement"] is False
+    agreeing = measured_confidence({"1": KafkaDemand("orders", "g")}, lag_growth=600.0)
+    spout = agreeing.of("1")
+    assert spout.output_source == "kafka"
+    check = spout.demand
+    assert check is not None
+    assert check.append_rate == pytest.approx(1000.0, rel=0.01)
+    assert check.emitted_rate == pytest.approx(400.0, rel=0.02)
+    assert (check.lag_growth, check.disagreement) == (600.0, False)
+    assert not [n for n in agreeing.notes if "lag grows" in n]
     # a lag that does not grow while the topic runs 600/s ahead of the spout: flagged, with a note
-    flagged = profile_document({"1": KafkaDemand("orders", "g")}, lag_growth=0.0)
-    assert flagged["components"]["1"]["demand"]["disagreement"] is True
-    assert any("lag grows 0/s" in n for n in flagged["notes"])
+    flagged = measured_confidence({"1": KafkaDemand("orders", "g")}, lag_growth=0.0)
+    flagged_check = flagged.of("1").demand
+    assert flagged_check is not None
+    assert flagged_check.disagreement is True
+    (note,) = [n for n in flagged.notes if "lag grows" in n]
+    assert note.startswith("1: Kafka topic 'orders'")
+    assert note.endswith("the lag grows 0/s")
+    # a query names the source but has no lag to cross-check
+    queried = measured_confidence({"1": QueryDemand("q")}, lag_growth=None).of("1")
+    assert (queried.output_source, queried.demand) == ("demand-query", None)
 
 
-def profile_document(demand: dict[str, Demand], lag_growth: float | None) -> Mapping[str, Any]:
+def test_marking_the_demand_returns_a_new_profile_and_leaves_the_measured_one_alone() -> None:
+    """The aggregation's spout said ``offered``; the marked copy says ``kafka`` and carries the check,
+    the measured profile is unchanged (the values are frozen: nothing edits them in place)."""
+    spout = ComponentConfidence(output_source="offered", emitted_rate=400.0, fanout=2.0)
+    measured = Profile(DIAMOND, ProfileConfidence(steady=True, components={"1": spout}))
+    marked = mark_demand(measured, {"1": KafkaDemand("orders", "g")}, {"1": 600.0})
+    assert measured.confidence.of("1") == spout
+    assert marked.topology is measured.topology
+    # append = outputPerUnit · units / fanout = 1,000 · 1 / 2 = 500; 400 + 600 ≠ 500 by more than a tenth
+    assert marked.confidence.of("1") == dataclasses.replace(
+        spout, output_source="kafka", demand=DemandCheck(500.0, 600.0, 400.0, disagreement=True)
+    )
+    assert len(marked.confidence.notes) == 1
+    assert measured.confidence.notes == ()
+    assert mark_demand(measured, {}, {}) == measured
+
+
+def measured_confidence(demand: dict[str, Demand], lag_growth: float | None) -> ProfileConfidence:
     """The measured profile's confidence, with the topic appending 1,000/s."""
     rows = offered_rows("diamond", "1", topic_counter(OFFERED_RATE))
     prof, _ = profiler(demand, {"1": DemandRows(rows, lag_growth=lag_growth)})
@@ -145,12 +178,13 @@ def test_an_unthrottled_spouts_emitted_rate_is_planned_on() -> None:
     light = synthetic.scaled(DIAMOND, 0.3)  # 300/s offered: bolt 3 (200/s) gets 150/s, 75 % busy
     assert not saturated_bolts(light)
     assert [c for c, _ in saturated_bolts(DIAMOND)] == ["3"]
-    document = {
-        "components": [{"id": "1", "kind": "spout", "confidence": {"outputPerUnit": {"source": "emitted"}}}]
-    }
-    check_demand_known(light, document)
-    with pytest.raises(UnknownDemandError):
-        check_demand_known(DIAMOND, document)
+    emitted = ProfileConfidence(components={"1": ComponentConfidence(output_source="emitted")})
+    check_demand_known(light, emitted)
+    with pytest.raises(UnknownDemandError, match=r"spout 1 is throttled \(3 at 100% of capacity\)"):
+        check_demand_known(DIAMOND, emitted)
+    check_demand_known(
+        DIAMOND, ProfileConfidence(components={"1": ComponentConfidence(output_source="kafka")})
+    )
 
 
 def test_helpers_sum_series_integrate_rates_and_fit_the_lag_slope() -> None:

@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from stormscale.aggregation.structure import Structure, parse_structure
-from stormscale.operator.adapters.kube import KubePods, label_selector, pods_from
+from stormscale.operator.adapters.kube import REQUEST_TIMEOUT_S, KubePods, label_selector, pods_from
 from stormscale.operator.adapters.profiler import PrometheusProfiler, WorkerCpu
 from stormscale.operator.ports import RefusedError, UnavailableError
 from stormscale.planner import load_profile
@@ -239,7 +239,7 @@ class FakeApps:
     fail: Exception | None = None
 
     def read_namespaced_deployment(self, name: str, namespace: str, _request_timeout: Any) -> dict[str, Any]:
-        assert _request_timeout  # every call is bounded
+        assert _request_timeout == REQUEST_TIMEOUT_S  # every call is bounded
         if self.fail:
             raise self.fail
         return DEPLOYMENT
@@ -253,7 +253,7 @@ class FakeCore:
     def list_namespaced_pod(
         self, namespace: str, label_selector: str, _request_timeout: Any
     ) -> dict[str, Any]:
-        assert _request_timeout  # every call is bounded
+        assert _request_timeout == REQUEST_TIMEOUT_S  # every call is bounded
         self.calls.append((namespace, label_selector))
         if self.fail:
             raise self.fail
@@ -384,17 +384,26 @@ def capacities(p: PrometheusProfiler) -> dict[str, float]:
     return {c.id: c.capacity_per_unit for c in measured.topology.components if not c.is_spout}
 
 
+def busy_sources(p: PrometheusProfiler) -> dict[str, str | None]:
+    """Where each bolt's busy time came from, as the measured profile's confidence says."""
+    confidence = p.profile("linear", 300).confidence
+    return {c.id: confidence.of(c.id).capacity_source for c in LINEAR.components if not c.is_spout}
+
+
 def test_the_profiler_measures_capacity_from_the_pods_cpu() -> None:
     cpu = WorkerCpu("streaming", "linear-workers", FakePods(PODS), FakeHosts(), FakeSeries())
     truth = {c.id: c.capacity_per_unit for c in LINEAR.components if not c.is_spout}
     assert capacities(profiler(cpu)) == pytest.approx(truth, rel=0.02)
+    assert busy_sources(profiler(cpu)) == dict.fromkeys(truth, "pod-cpu")
     # without the pods' CPU, the same Storm samples give bolt 4 fifty times its capacity
     assert capacities(profiler(None))["4"] == pytest.approx(900.0 / 0.02, rel=0.02)
+    assert busy_sources(profiler(None)) == dict.fromkeys(truth, "busy-counter")
 
 
 def test_no_worker_pods_means_storms_busy_time() -> None:
     cpu = WorkerCpu("streaming", "linear-workers", FakePods([]), FakeHosts(), FakeSeries())
     assert capacities(profiler(cpu))["2"] == pytest.approx(400.0 / 0.05, rel=0.02)
+    assert busy_sources(profiler(cpu)) == dict.fromkeys(["2", "3", "4"], "busy-counter")
 
 
 def test_a_pods_busy_fraction_is_its_cpu_over_its_limit_across_the_window() -> None:

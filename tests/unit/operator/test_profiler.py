@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from math import floor
 from pathlib import Path
 
 import pytest
@@ -92,13 +93,32 @@ def test_measured_profile_recovers_the_generating_profile() -> None:
     assert measured.age_s == pytest.approx(3.0)
 
 
+def test_measured_profile_says_where_each_number_came_from() -> None:
+    """Every component's executors and tasks by their gauges, the spout's output by its offered
+    counter (throttled by bolt 3 to 400/s), the bolts' busy time by Storm's busy counter."""
+    measured = profiler(rows_of(DIAMOND, SCENARIO)).profile("diamond", 300)
+    confidence = measured.confidence
+    assert (confidence.steady, confidence.unstable, confidence.notes) == (True, (), ())
+    assert confidence.window is not None
+    assert confidence.window.intervals == 30
+    assert {c: (k.units_source, k.max_units_source, k.stable) for c, k in confidence.components.items()} == (
+        dict.fromkeys(["1", "2", "3", "4"], ("executors-gauge", "tasks-gauge", True))
+    )
+    spout = confidence.of("1")
+    assert (spout.output_source, spout.throttled, spout.demand) == ("offered", True, None)
+    assert spout.emitted_rate == pytest.approx(400.0, rel=0.02)
+    bolts = {c: (confidence.of(c).capacity_source, confidence.of(c).selectivity_source) for c in "234"}
+    assert bolts == dict.fromkeys("234", ("busy-counter", "measured"))
+    assert measured.throughput == pytest.approx(confidence.of("4").executed_rate, rel=1e-5)  # 4: the sink
+
+
 def test_window_ends_on_a_step_boundary_and_spans_the_policy_window() -> None:
     source = FakeSamples(rows_of(DIAMOND, SCENARIO), END_S)
     graphs = FakeGraphs(synthetic.structure(DIAMOND, SCENARIO))
     PrometheusProfiler(source, graphs, 10.0, 120.0, clock=lambda: END_S + 7).profile("diamond", 300)
     (window,) = source.windows
-    assert (window.end - window.start, window.step_s, window.end % 10) == (300, 10, 0)
-    assert END_S <= window.end <= END_S + 7
+    assert (window.end - window.start, window.step_s) == (300, 10)
+    assert window.end == floor((END_S + 7) / 10) * 10  # the last 10 s boundary at or before the clock
 
 
 def test_age_is_taken_from_the_newest_scrape_not_the_range_query() -> None:

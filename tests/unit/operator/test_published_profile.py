@@ -19,7 +19,7 @@ from stormscale.operator.ports import StaleMetricsError, UnavailableError
 from stormscale.operator.profiles import document_throughput, judge_published
 from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import StormTopologyStatus
-from stormscale.planner import Plan, Topology, load_profile, parse_profile
+from stormscale.planner import Plan, Topology, load_profile, parse_profile, read_profile
 from tests.harness.fakes.ports import FakeCluster, FakeNimbus, FakeProfiler, World
 
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
@@ -81,6 +81,9 @@ def test_a_fresh_usable_profile_is_used_with_its_window_and_age() -> None:
     assert verdict.profile.age_s == pytest.approx(7200)
     assert verdict.profile.window == "2026-11-21T10:00:00Z/2026-11-22T10:00:00Z"
     assert verdict.profile.throughput == 250.0
+    assert verdict.profile.confidence.steady is True
+    assert verdict.profile.confidence.of("1").output_source == "offered"
+    assert verdict.profile.confidence.of("4").executed_rate == 250.0
     assert [c.id for c in verdict.profile.topology.components] == ["1", "2", "3", "4"]
     assert "computed 2026-11-22T10:05:00Z" in verdict.message
 
@@ -100,6 +103,8 @@ FALLBACKS = [
     ({"window": "x"}, "PublishedProfileInvalid", "no profile.json key"),
     (broken("profile.json", '{"topology": "linear", "compo'), "PublishedProfileInvalid", "is not JSON"),
     (broken("profile.json", "[1, 2]"), "PublishedProfileInvalid", "must be a JSON object"),
+    (broken("profile.json", "[" * 100_000 + "]" * 100_000), "PublishedProfileInvalid", "nested too deeply"),
+    (broken("profile.json", "[" + "7" * 5000 + "]"), "PublishedProfileInvalid", "integer too long"),
     (
         with_doc(lambda d: d["components"][2].update(capacityPerUnit=-1)),
         "PublishedProfileInvalid",
@@ -134,7 +139,9 @@ def test_every_problem_is_named_and_nothing_bad_is_used(found: Any, reason: str,
     assert verdict.reason == reason
     assert says in verdict.message
     assert verdict.used == (reason == "PublishedProfileUsed")
-    if not verdict.used:
+    if verdict.used:
+        assert verdict.message.startswith("ConfigMap streaming/linear-profile: window 2026-11-21T11:00:00Z/")
+    else:
         assert verdict.profile is None
         assert verdict.message.endswith("planning on the in-process profile")
 
@@ -153,13 +160,10 @@ def test_a_window_ending_within_the_clock_skew_is_fresh() -> None:
 
 def test_throughput_is_the_sinks_executed_rate_and_ignores_junk() -> None:
     doc = document()
-    assert document_throughput(doc) == 250.0
-    doc["components"][3]["confidence"] = {"executedRate": "many"}
-    assert document_throughput(doc) == 0.0
-    doc["components"][3]["confidence"] = {"executedRate": float("nan")}
-    assert document_throughput(doc) == 0.0
-    doc["components"][3]["confidence"] = {"executedRate": 10**400}  # JSON's integers have no bound
-    assert document_throughput(doc) == 0.0
+    assert document_throughput(read_profile(doc)) == 250.0
+    for junk in ("many", float("nan"), -5.0, 10**400):  # JSON's integers have no bound
+        doc["components"][3]["confidence"] = {"executedRate": junk}
+        assert document_throughput(read_profile(doc)) == 0.0, junk
 
 
 # --- the spec --------------------------------------------------------------------------------------
@@ -239,10 +243,12 @@ def test_published_plans_on_the_config_map_and_never_asks_the_profiler() -> None
     assert status["lastPlan"]["profileSource"] == "Published"
     assert status["lastPlan"]["profileWindow"] == "2026-11-21T11:00:00Z/2026-11-22T11:00:00Z"
     assert status["lastPlan"]["allocation"].get("2", 0) >= 1  # the published bottleneck gets units
-    published = parse_profile(document(**SHIFTED))
-    assert (
-        status["lastPlan"]["predicted"]["before"] == pytest.approx(250.0 * 0 + 260.0, rel=1e-6) or published
-    )
+    # the published profile's bottleneck (bolt 2 at 260/s) is the prediction, not the in-process one's (250/s)
+    published, in_process = expected_plan(parse_profile(document(**SHIFTED))), expected_plan(LINEAR)
+    assert (published.before, in_process.before) == (pytest.approx(260.0), pytest.approx(250.0))
+    predicted = status["lastPlan"]["predicted"]
+    assert predicted == {"before": pytest.approx(published.before), "after": pytest.approx(published.after)}
+    assert status["lastPlan"]["allocation"] == published.allocation != in_process.allocation
     assert status["observed"]["window"] == "2026-11-21T11:00:00Z/2026-11-22T11:00:00Z"
     assert conditions(status)["PublishedProfile"] == ("True", "PublishedProfileUsed")
     assert w.events.posted == []

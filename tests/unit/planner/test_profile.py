@@ -9,7 +9,19 @@ from typing import Any
 
 import pytest
 
-from stormscale.planner import Kind, ProfileError, load_profile, parse_profile
+from stormscale.planner import (
+    ComponentConfidence,
+    DemandCheck,
+    Kind,
+    Profile,
+    ProfileConfidence,
+    ProfileError,
+    WindowConfidence,
+    load_profile,
+    parse_confidence,
+    parse_profile,
+    read_profile,
+)
 from stormscale.planner.profile import profile_document
 
 EXAMPLES = sorted((Path(__file__).parents[3] / "examples" / "profiles").glob("*.json"))
@@ -226,3 +238,117 @@ def test_tasks_bound_the_units_and_round_trip() -> None:
     assert [c.tasks for c in topology.components] == [None, 4, 6]
     assert topology.max_units == (1.0, 4.0, 3.0)  # the tighter of maxUnits and tasks
     assert parse_profile(profile_document(topology)) == topology
+
+
+# --- confidence: typed, and never an exception from a hostile document ------------------------------
+
+
+def test_the_confidence_is_read_into_typed_values() -> None:
+    document = {
+        "components": [
+            {
+                "id": "1",
+                "confidence": {
+                    "units": {"source": "executors-gauge"},
+                    "maxUnits": {"source": "tasks-gauge"},
+                    "outputPerUnit": {"source": "kafka", "throttled": True},
+                    "emittedRate": 400,
+                    "fanout": 2.0,
+                    "stable": True,
+                    "demand": {
+                        "appendRate": 1000.0,
+                        "emittedRate": 400.0,
+                        "lagGrowth": 600,
+                        "disagreement": False,
+                    },
+                },
+            },
+            {"id": "2", "confidence": {"capacityPerUnit": {"source": "pod-cpu"}, "executedRate": 250.5}},
+        ],
+        "confidence": {
+            "steady": True,
+            "unstable": [],
+            "window": {"start": "2026-01-01T00:00:00+00:00", "intervals": 30, "maxCv": 0.25},
+            "notes": ["a note"],
+        },
+    }
+    confidence = parse_confidence(document)
+    assert confidence == ProfileConfidence(
+        steady=True,
+        window=WindowConfidence(start="2026-01-01T00:00:00+00:00", intervals=30, max_cv=0.25),
+        notes=("a note",),
+        components={
+            "1": ComponentConfidence(
+                units_source="executors-gauge",
+                max_units_source="tasks-gauge",
+                output_source="kafka",
+                throttled=True,
+                emitted_rate=400.0,
+                fanout=2.0,
+                stable=True,
+                demand=DemandCheck(append_rate=1000.0, lag_growth=600.0, emitted_rate=400.0),
+            ),
+            "2": ComponentConfidence(capacity_source="pod-cpu", executed_rate=250.5),
+        },
+    )
+    assert confidence.of("9") == ComponentConfidence()  # a component it says nothing of
+
+
+HOSTILE: list[Any] = [
+    None,
+    [],
+    "profile",
+    {"confidence": "steady"},
+    {"confidence": {"steady": "yes", "unstable": "3", "window": [], "notes": {"a": 1}}},
+    {"confidence": {"steady": 1, "unstable": [3, None], "window": {"intervals": 10**400, "maxCv": "x"}}},
+    {"components": "all"},
+    {"components": [None, 3, {"id": 4}, {"id": "1", "confidence": []}]},
+    {
+        "components": [
+            {"id": "1", "confidence": {"outputPerUnit": "kafka", "capacityPerUnit": [], "units": 7}}
+        ]
+    },
+    {"components": [{"id": "1", "confidence": {"executedRate": 10**400, "emittedRate": float("nan")}}]},
+    {
+        "components": [
+            {"id": "1", "confidence": {"fanout": -2, "stable": "no", "demand": {"lagGrowth": True}}}
+        ]
+    },
+    {"components": [{"id": "1", "confidence": {"demand": {"lagGrowth": -1, "appendRate": float("inf")}}}]},
+    {
+        "components": [
+            {"id": "1", "confidence": {"fanout": 0, "demand": {"lagGrowth": -1, "appendRate": "9"}}}
+        ]
+    },
+]
+
+
+@pytest.mark.parametrize("document", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_hostile_confidence_reads_as_unsaid_and_never_raises(document: Any) -> None:
+    confidence = parse_confidence(document)
+    assert confidence.steady is False  # only ``steady: true`` is steady
+    assert all(isinstance(u, str) for u in confidence.unstable)
+    for component in confidence.components.values():
+        assert component.demand is None
+        assert component.executed_rate is None
+        assert component.emitted_rate is None
+        assert component.fanout == 1.0
+        assert (component.output_source, component.capacity_source, component.units_source) == (
+            None,
+            None,
+            None,
+        )
+    if confidence.window is not None:
+        assert (confidence.window.intervals, confidence.window.max_cv) == (None, None)
+
+
+def test_read_profile_is_the_topology_and_its_confidence() -> None:
+    document = json.loads((EXAMPLES[1]).read_text(encoding="utf-8"))  # thesis-linear
+    document["confidence"] = {"steady": True, "unstable": [], "notes": []}
+    profile = read_profile(document)
+    assert profile == Profile(
+        parse_profile(document), ProfileConfidence(steady=True, components=profile.confidence.components)
+    )
+    assert set(profile.confidence.components) == {"1", "2", "3", "4"}
+    with pytest.raises(ProfileError, match="components"):
+        read_profile({"confidence": {"steady": True}})

@@ -23,6 +23,7 @@ from stormscale.aggregation.published import (
     owner_label,
     parse_published,
 )
+from stormscale.planner import read_profile
 from stormscale.publish import cli
 from stormscale.publish.targets import Target, targets
 from tests.synthetic import samples as synthetic
@@ -69,6 +70,8 @@ def test_the_config_map_round_trips_through_the_parser() -> None:
     assert parsed.computed_at == START + timedelta(hours=24, minutes=3)
     assert parsed.window == made["data"]["window"]
     assert [c.id for c in parsed.topology.components] == ["1", "2", "3", "4"]
+    assert parsed.profile == read_profile(document())  # the typed profile: topology and confidence
+    assert parsed.profile.confidence.steady is True
 
 
 def test_without_a_uid_there_is_no_owner_reference() -> None:

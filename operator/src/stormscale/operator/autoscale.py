@@ -43,11 +43,11 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from stormscale.operator.status import AutoscalerState, seconds_since, timestamp
 from stormscale.planner import (
     FlowModel,
+    ProfileConfidence,
     SizingError,
     SizingStrategy,
     Strategy,
@@ -72,21 +72,15 @@ CATCH_UP_SHARE = 0.1
 CATCH_UP_FLOOR = 1.0
 
 
-def catching_up(confidence: Mapping[str, Any]) -> tuple[str, ...]:
-    """Spouts whose Kafka backlog drains (module docstring), from the profile's confidence
-    (``components[id].demand {appendRate, lagGrowth}``; a spout without them never catches up)."""
-    out = []
-    components = confidence.get("components")
-    for cid, entry in sorted((components if isinstance(components, Mapping) else {}).items()):
-        demand = entry.get("demand") if isinstance(entry, Mapping) else None
-        if not isinstance(demand, Mapping):
-            continue
-        growth, append = demand.get("lagGrowth"), demand.get("appendRate")
-        if not isinstance(growth, int | float) or not isinstance(append, int | float):
-            continue
-        if growth < -max(CATCH_UP_FLOOR, CATCH_UP_SHARE * append):
-            out.append(str(cid))
-    return tuple(out)
+def catching_up(confidence: ProfileConfidence) -> tuple[str, ...]:
+    """Spouts whose Kafka backlog drains (module docstring), from the profile's confidence (each
+    component's :class:`~stormscale.planner.DemandCheck`; a spout without one never catches up)."""
+    checks = {cid: c.demand for cid, c in confidence.components.items() if c.demand is not None}
+    return tuple(
+        cid
+        for cid, d in sorted(checks.items())
+        if d.lag_growth < -max(CATCH_UP_FLOOR, CATCH_UP_SHARE * d.append_rate)
+    )
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from stormscale.operator.policy import PlacementKind, ProfileSource
 from stormscale.operator.status import PendingApply, PlacementStatus, Reason, StormTopologyStatus
-from stormscale.planner import Topology
+from stormscale.planner import ProfileConfidence, Topology
 from stormscale.storm.model import Executor, is_system
 
 #: A placement as the rebalance carries it: pods in order, each its workers in order, each component
@@ -121,9 +121,9 @@ class MeasuredProfile:
     topology: Topology
     throughput: float
     age_s: float
-    #: The profile document's ``confidence`` (steadiness, window, notes) and, under ``components``,
-    #: each component's (where each number came from, spreads, disagreements).
-    confidence: Mapping[str, Any] = field(default_factory=dict)
+    #: The profile's confidence (steadiness, window, notes) and each component's (where each number
+    #: came from, executed rate, the demand's cross-check).
+    confidence: ProfileConfidence = field(default_factory=ProfileConfidence)
     #: The worker Deployment's pods and their CPU (empty: not measured).
     pods: tuple[PodLoad, ...] = ()
     #: Measured in this pass (``InProcess``) or read from the fleet job's ConfigMap (``Published``).

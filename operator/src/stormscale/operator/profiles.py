@@ -19,8 +19,15 @@ from stormscale.aggregation import PublishedError, parse_published
 from stormscale.operator.policy import ProfileSource
 from stormscale.operator.ports import MeasuredProfile, StaleMetricsError, UnavailableError, UnknownDemandError
 from stormscale.operator.status import Reason
-from stormscale.planner import FlowModel, Topology, evaluate, throughput
-from stormscale.planner.numbers import is_finite_number
+from stormscale.planner import (
+    ComponentConfidence,
+    FlowModel,
+    Profile,
+    ProfileConfidence,
+    Topology,
+    evaluate,
+    throughput,
+)
 
 #: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
 #: back: their emitted rate is its pace, not their demand.
@@ -28,11 +35,6 @@ SATURATED = 0.9
 #: A published window may end this far in the future (the job's clock against the operator's); beyond,
 #: it would look fresh for ever.
 CLOCK_SKEW_S = 300.0
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object, else an empty one (a published document is untrusted)."""
-    return value if isinstance(value, Mapping) else {}
 
 
 def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
@@ -46,16 +48,11 @@ def saturated_bolts(model: Topology) -> list[tuple[str, float]]:
     return out
 
 
-def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
+def check_demand_known(model: Topology, confidence: ProfileConfidence) -> None:
     """Raise :class:`UnknownDemandError` when a spout's output is its emitted rate (no demand signal)
     while a bolt is saturated: the spout is throttled to the bottleneck's pace, and sizing on that
     rate would find nothing congested."""
-    blind = [
-        e["id"]
-        for e in document["components"]
-        if e["kind"] == "spout"
-        and _mapping(_mapping(e.get("confidence")).get("outputPerUnit")).get("source") == "emitted"
-    ]
+    blind = [c.id for c in model.components if c.is_spout and confidence.of(c.id).output_source == "emitted"]
     saturated = saturated_bolts(model) if blind else []
     if saturated:
         busy = ", ".join(f"{c} at {u:.0%}" for c, u in saturated)
@@ -65,37 +62,34 @@ def check_demand_known(model: Topology, document: Mapping[str, Any]) -> None:
         )
 
 
-def check_usable(model: Topology, document: Mapping[str, Any]) -> None:
+def check_usable(profile: Profile) -> None:
     """The checks every profile passes before a plan rests on it, measured or published: a steady
     window (``confidence.steady``), some flow at the measured units, and a known demand wherever a
     bolt throttles a spout. Raises :class:`StaleMetricsError` or :class:`UnknownDemandError`."""
-    confidence = _mapping(document.get("confidence"))
-    if confidence.get("steady") is not True:
-        unstable = ", ".join(map(str, confidence.get("unstable") or [])) or "unknown components"
+    model, confidence = profile.topology, profile.confidence
+    if not confidence.steady:
+        unstable = ", ".join(confidence.unstable) or "unknown components"
         raise StaleMetricsError(f"rates of {unstable} are not steady over the window; not planning on them")
     if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
         idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
         raise StaleMetricsError(f"the profile carries no flow (spouts without output: {idle or 'none'})")
-    check_demand_known(model, document)
+    check_demand_known(model, confidence)
 
 
-def document_throughput(document: Mapping[str, Any]) -> float:
-    """Σ over sinks (components without children) of their executed tuples/s (``confidence.executedRate``)."""
+def document_throughput(profile: Profile) -> float:
+    """Σ over sinks (components without children) of their executed tuples/s (``confidence.executedRate``;
+    a sink without one, or with a negative one, counts 0)."""
     rates = (
-        _mapping(e.get("confidence")).get("executedRate")
-        for e in document["components"]
-        if not e.get("children")
+        component_confidence(profile, c.id).executed_rate
+        for c in profile.topology.components
+        if not c.children
     )
-    return sum(float(r) for r in rates if is_finite_number(r) and r >= 0)
+    return sum(r for r in rates if r is not None and r >= 0)
 
 
-def component_confidence(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The profile's ``confidence`` with each component's under ``components`` (as :class:`MeasuredProfile`
-    carries it)."""
-    return {
-        **_mapping(document.get("confidence")),
-        "components": {e["id"]: _mapping(e.get("confidence")) for e in document["components"]},
-    }
+def component_confidence(profile: Profile, component: str) -> ComponentConfidence:
+    """Where ``component``'s numbers in ``profile`` came from (one that says nothing when unsaid)."""
+    return profile.confidence.of(component)
 
 
 @dataclass(frozen=True)
@@ -161,14 +155,14 @@ def judge_published(
         differ = ", ".join(sorted(found ^ set(components)))
         return invalid(f"ConfigMap {where}: components differ from the running topology's ({differ})")
     try:
-        check_usable(published.topology, published.document)
+        check_usable(published.profile)
     except UnavailableError as err:  # StaleMetricsError, UnknownDemandError
         return invalid(f"ConfigMap {where}: {err}")
     profile = MeasuredProfile(
         published.topology,
-        document_throughput(published.document),
+        document_throughput(published.profile),
         max(age, 0.0),
-        component_confidence(published.document),
+        published.profile.confidence,
         source=ProfileSource.PUBLISHED,
         window=published.window,
     )

@@ -15,7 +15,18 @@ from stormscale.planner.placement.shukla import MappingError
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import executor_loads, place_units
 from stormscale.planner.planning import Plan, Strategy, compare_strategies, make_plan
-from stormscale.planner.profile import ProfileError, load_profile, parse_profile
+from stormscale.planner.profile import (
+    ComponentConfidence,
+    DemandCheck,
+    Profile,
+    ProfileConfidence,
+    ProfileError,
+    WindowConfidence,
+    load_profile,
+    parse_confidence,
+    parse_profile,
+    read_profile,
+)
 from stormscale.planner.sizing.exact import TargetRateError, max_feasible_rate, offered_rate, scaled_to
 from stormscale.planner.sizing.strategies import (
     Sizing,
@@ -28,6 +39,8 @@ from stormscale.planner.sizing.strategies import (
 __all__ = [
     "Choice",
     "Component",
+    "ComponentConfidence",
+    "DemandCheck",
     "FlowModel",
     "FlowState",
     "Kind",
@@ -37,6 +50,8 @@ __all__ = [
     "Placement",
     "PlacementStrategy",
     "Plan",
+    "Profile",
+    "ProfileConfidence",
     "ProfileError",
     "Provisioned",
     "Sizing",
@@ -46,6 +61,7 @@ __all__ = [
     "Strategy",
     "TargetRateError",
     "Topology",
+    "WindowConfidence",
     "add_allocation",
     "change_units",
     "check_units_fit_a_slot",
@@ -57,8 +73,10 @@ __all__ = [
     "make_plan",
     "max_feasible_rate",
     "offered_rate",
+    "parse_confidence",
     "parse_profile",
     "place_units",
+    "read_profile",
     "scaled_to",
     "size",
     "throughput",

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from stormscale.planner.model import Component, Kind, Topology
@@ -266,3 +268,172 @@ def _component_document(c: Component) -> dict[str, Any]:
     if c.children:
         out["children"] = dict(c.children)
     return out
+
+
+# --- confidence: where each number came from (the aggregation's ``confidence`` fields) --------------
+
+
+@dataclass(frozen=True)
+class DemandCheck:
+    """A spout's demand from outside Storm checked against what it emits (Kafka): the topic's append
+    rate, the spout's emitted rate and the consumer group's lag growth dL/dt, in records/s;
+    ``disagreement`` when ``|append − (emitted + dL/dt)|`` exceeds the profiler's tolerance."""
+
+    append_rate: float
+    lag_growth: float
+    emitted_rate: float | None = None
+    disagreement: bool = False
+
+
+@dataclass(frozen=True)
+class ComponentConfidence:
+    """Where one component's numbers came from (``None``: not said) and the rates behind them.
+
+    ``output_source`` is the spout's ``outputPerUnit.source`` (``offered``, ``emitted``, or the
+    demand source that replaced them: ``kafka``, ``demand-query``); ``capacity_source`` the bolt's
+    busy time (``pod-cpu``, ``busy-counter``, ``execute-latency``, ``capacity``).
+    """
+
+    units_source: str | None = None
+    max_units_source: str | None = None
+    output_source: str | None = None
+    throttled: bool = False
+    capacity_source: str | None = None
+    selectivity_source: str | None = None
+    #: Tuples/s the component executed (bolts) and emitted (spouts) over the window.
+    executed_rate: float | None = None
+    emitted_rate: float | None = None
+    #: How many copies of its output its children receive together (1: a split, not a fan-out).
+    fanout: float = 1.0
+    stable: bool | None = None
+    demand: DemandCheck | None = None
+
+
+@dataclass(frozen=True)
+class WindowConfidence:
+    """The samples' window: its first and last sample, the last change seen and where the steady
+    part starts (ISO 8601), its steady intervals, and the settling time and spread bound used."""
+
+    start: str | None = None
+    end: str | None = None
+    changed_at: str | None = None
+    steady_start: str | None = None
+    intervals: int | None = None
+    settle_seconds: float | None = None
+    max_cv: float | None = None
+
+
+@dataclass(frozen=True)
+class ProfileConfidence:
+    """The profile's ``confidence``: whether the window was steady (and which components were not),
+    the window, notes for people, and each component's :class:`ComponentConfidence` by id."""
+
+    steady: bool = False
+    unstable: tuple[str, ...] = ()
+    window: WindowConfidence | None = None
+    notes: tuple[str, ...] = ()
+    components: Mapping[str, ComponentConfidence] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a read-only view of a copy: the value is frozen all the way down, as its other fields are tuples
+        object.__setattr__(self, "components", MappingProxyType(dict(self.components)))
+
+    def of(self, component: str) -> ComponentConfidence:
+        """The component's confidence; one that says nothing when the profile has none for it."""
+        return self.components.get(component, ComponentConfidence())
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile as the planner reads it (:class:`Topology`) with its confidence."""
+
+    topology: Topology
+    confidence: ProfileConfidence = field(default_factory=ProfileConfidence)
+
+
+def read_profile(document: Any) -> Profile:
+    """:func:`parse_profile` and :func:`parse_confidence` of one decoded document: raises
+    :class:`ProfileError` on the format's fields only (the confidence never fails)."""
+    return Profile(parse_profile(document), parse_confidence(document))
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a published document is untrusted)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if is_finite_number(value) else None
+
+
+def _positive(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and number > 0 else None
+
+
+def _integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and abs(value) < MAX_RATE else None
+
+
+def parse_confidence(document: Any) -> ProfileConfidence:
+    """The ``confidence`` fields of a decoded profile, typed; never raises. Anything missing or of
+    the wrong JSON type reads as unsaid: a window is steady only if it says ``steady: true``."""
+    top = _object(_object(document).get("confidence"))
+    raw = _object(document).get("components")
+    entries = [e for e in raw if isinstance(e, Mapping)] if isinstance(raw, list) else []
+    unstable = top.get("unstable")
+    notes = top.get("notes")
+    window = top.get("window")
+    return ProfileConfidence(
+        steady=top.get("steady") is True,
+        unstable=tuple(map(str, unstable)) if isinstance(unstable, list) else (),
+        window=_window(window) if isinstance(window, Mapping) else None,
+        notes=tuple(n for n in notes if isinstance(n, str)) if isinstance(notes, list) else (),
+        components={
+            e["id"]: _component_confidence(_object(e.get("confidence")))
+            for e in entries
+            if isinstance(e.get("id"), str)
+        },
+    )
+
+
+def _window(raw: Mapping[str, Any]) -> WindowConfidence:
+    return WindowConfidence(
+        start=_text(raw.get("start")),
+        end=_text(raw.get("end")),
+        changed_at=_text(raw.get("changedAt")),
+        steady_start=_text(raw.get("steadyStart")),
+        intervals=_integer(raw.get("intervals")),
+        settle_seconds=_number(raw.get("settleSeconds")),
+        max_cv=_number(raw.get("maxCv")),
+    )
+
+
+def _component_confidence(raw: Mapping[str, Any]) -> ComponentConfidence:
+    output = _object(raw.get("outputPerUnit"))
+    stable = raw.get("stable")
+    return ComponentConfidence(
+        units_source=_text(_object(raw.get("units")).get("source")),
+        max_units_source=_text(_object(raw.get("maxUnits")).get("source")),
+        output_source=_text(output.get("source")),
+        throttled=output.get("throttled") is True,
+        capacity_source=_text(_object(raw.get("capacityPerUnit")).get("source")),
+        selectivity_source=_text(_object(raw.get("selectivity")).get("source")),
+        executed_rate=_number(raw.get("executedRate")),
+        emitted_rate=_number(raw.get("emittedRate")),
+        fanout=_positive(raw.get("fanout")) or 1.0,
+        stable=stable if isinstance(stable, bool) else None,
+        demand=_demand(_object(raw.get("demand"))),
+    )
+
+
+def _demand(raw: Mapping[str, Any]) -> DemandCheck | None:
+    """The Kafka cross-check; ``None`` unless both the append rate and the lag growth are numbers."""
+    append, growth = _number(raw.get("appendRate")), _number(raw.get("lagGrowth"))
+    if append is None or growth is None:
+        return None
+    return DemandCheck(append, growth, _number(raw.get("emittedRate")), raw.get("disagreement") is True)

@@ -34,6 +34,7 @@ from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profiles
 from stormscale.aggregation.schema import TOPOLOGY_GAUGES, USED, AggregationError, check_columns
 from stormscale.aggregation.structure import Structure
+from stormscale.planner import Profile, read_profile
 from stormscale.samples.names import (
     BUSY,
     CAPACITY,
@@ -551,6 +552,16 @@ def profile_table(
     """An in-memory table of samples → one profile per structure, and the aggregates behind them."""
     aggregates = aggregates_of(table, params)
     return profiles(structures, aggregates, params), aggregates
+
+
+def typed_profile_table(
+    table: pa.Table, structures: Sequence[Structure], params: Params
+) -> tuple[list[Profile], Aggregates]:
+    """:func:`profile_table` as typed values: each profile's :class:`~stormscale.planner.Topology`
+    and its confidence (:class:`~stormscale.planner.ProfileConfidence`), read from the documents
+    :func:`~stormscale.aggregation.write_profile` writes."""
+    documents, aggregates = profile_table(table, structures, params)
+    return [read_profile(d) for d in documents], aggregates
 
 
 def aggregates_of(table: pa.Table, params: Params) -> Aggregates:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from stormscale.planner import ProfileError, Topology, parse_profile
+from stormscale.planner import Profile, ProfileError, Topology, read_profile
 
 PROFILE_KEY = "profile.json"
 WINDOW_KEY = "window"
@@ -48,13 +48,18 @@ class PublishedError(ValueError):
 
 @dataclass(frozen=True)
 class PublishedProfile:
-    """A parsed, checked published profile."""
+    """A parsed, checked published profile: the document as published and the typed profile
+    (:class:`~stormscale.planner.Profile`: the topology and its confidence) read from it."""
 
     document: dict[str, Any]
-    topology: Topology
+    profile: Profile
     start: datetime
     end: datetime
     computed_at: datetime
+
+    @property
+    def topology(self) -> Topology:
+        return self.profile.topology
 
     @property
     def window(self) -> str:
@@ -148,10 +153,14 @@ def parse_published(data: Mapping[str, Any], where: str = "published profile") -
         document = json.loads(raw)
     except json.JSONDecodeError as err:
         raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:  # ``[`` × 100,000: hostile input, not a crash
+        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (nested too deeply)") from None
+    except ValueError:  # an integer beyond Python's 4,300-digit conversion limit
+        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (integer too long)") from None
     if not isinstance(document, dict):
         raise PublishedError(f"{where}: {PROFILE_KEY} must be a JSON object")
     try:
-        topology = parse_profile(document)
+        profile = read_profile(document)
     except ProfileError as err:
         raise PublishedError(f"{where}: {PROFILE_KEY}: {err}") from None
     window = data.get(WINDOW_KEY)
@@ -164,4 +173,4 @@ def parse_published(data: Mapping[str, Any], where: str = "published profile") -
     computed = data.get(COMPUTED_KEY)
     if not isinstance(computed, str):
         raise PublishedError(f"{where}: no {COMPUTED_KEY} key")
-    return PublishedProfile(document, topology, start, end, _time(computed, f"{where}: {COMPUTED_KEY}"))
+    return PublishedProfile(document, profile, start, end, _time(computed, f"{where}: {COMPUTED_KEY}"))

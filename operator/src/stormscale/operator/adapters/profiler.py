@@ -2,7 +2,7 @@
 
 The samples are the exporter's series read by :class:`~stormscale.storm.samples.SampleReader` (the
 same rows ``stormscale-samples`` writes to Parquet); the profile is built by the aggregation's
-single-process engine (:func:`stormscale.aggregation.profile_table`, the same estimators and formulas
+single-process engine (:func:`stormscale.aggregation.typed_profile_table`, the same estimators and formulas
 as the Spark job, without PySpark). The topology's graph comes from Nimbus (``getUserTopology``), its
 tasks from the running topology. Nothing is guessed: no samples, too few steady intervals, an
 unsteady window or a profile through which nothing flows (e.g. a spout whose stats froze while a bolt
@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import floor
-from typing import Any, Protocol
+from typing import Protocol
 
 from stormscale.aggregation import (
     Aggregates,
@@ -35,7 +35,7 @@ from stormscale.aggregation import (
     Params,
     Structure,
     UnsettledWindowError,
-    profile_table,
+    typed_profile_table,
 )
 from stormscale.operator.adapters.errors import mapped
 from stormscale.operator.ports import (
@@ -45,8 +45,8 @@ from stormscale.operator.ports import (
     SettlingError,
     StaleMetricsError,
 )
-from stormscale.operator.profiles import check_usable, component_confidence
-from stormscale.planner import ProfileError, parse_profile
+from stormscale.operator.profiles import check_usable
+from stormscale.planner import DemandCheck, Profile, ProfileError
 from stormscale.samples import Sample, table
 from stormscale.storm import NimbusClient
 from stormscale.storm.model import Executor, Kind, TopologyStructure
@@ -154,7 +154,7 @@ class WorkerCpu:
 
     def measure(self, topology: str, window: Window) -> tuple[list[Sample], tuple[PodLoad, ...]]:
         """:meth:`rows`, and every worker pod's CPU over its limit across the window (its overhead
-        included: seed 004's ``totalCPU_T``; ``None`` where cAdvisor has no series)."""
+        included: multi-level elasticity's ``totalCPU_T``; ``None`` where cAdvisor has no series)."""
         pods = self.pods.worker_pods(self.namespace, self.deployment)
         if not pods:
             return [], ()
@@ -212,15 +212,11 @@ class PrometheusProfiler:
         structure = self.graphs.structure(topology)
         rows, lag_growth = self._with_demand(topology, rows, structure, window)
         age = self._age(topology, now, window_s)
-        document, aggregates = self._aggregate(topology, rows, structure, age)
-        mark_demand(document, self.demand, lag_growth)
-        try:
-            model = parse_profile(document)
-        except ProfileError as err:  # the builder validates already; kept as a guard
-            raise StaleMetricsError(f"measured profile is invalid: {err}") from None
-        check_usable(model, document)
-        confidence = component_confidence(document)
-        return MeasuredProfile(model, sink_throughput(structure, aggregates), age, confidence, pods=loads)
+        measured, aggregates = self._aggregate(topology, rows, structure, age)
+        marked = mark_demand(measured, self.demand, lag_growth)
+        check_usable(marked)
+        throughput = sink_throughput(structure, aggregates)
+        return MeasuredProfile(marked.topology, throughput, age, marked.confidence, pods=loads)
 
     def _with_demand(
         self, topology: str, rows: list[Sample], structure: Structure, window: Window
@@ -247,51 +243,52 @@ class PrometheusProfiler:
 
     def _aggregate(
         self, topology: str, rows: list[Sample], structure: Structure, age_s: float
-    ) -> tuple[dict[str, Any], Aggregates]:
-        """The profile document and aggregates; too few steady intervals after a change the samples
+    ) -> tuple[Profile, Aggregates]:
+        """The typed profile and the aggregates; too few steady intervals after a change the samples
         show is :class:`~stormscale.operator.ports.SettlingError` with the newest sample's age."""
         params = Params(settle_s=self.settle_s)
         try:
-            (document,), aggregates = profile_table(table(rows), [structure], params)
+            (profile,), aggregates = typed_profile_table(table(rows), [structure], params)
         except UnsettledWindowError as err:
             raise SettlingError(f"topology {topology!r}: {err}", age_s) from None
         except AggregationError as err:
             raise StaleMetricsError(f"topology {topology!r}: {err}") from None
-        return document, aggregates
+        except ProfileError as err:  # the builder validates already; kept as a guard
+            raise StaleMetricsError(f"measured profile is invalid: {err}") from None
+        return profile, aggregates
 
 
 def mark_demand(
-    document: dict[str, Any], sources: Mapping[str, Demand], lag_growth: Mapping[str, float | None]
-) -> None:
-    """Name each spout's demand source in its ``confidence.outputPerUnit.source`` (``kafka``,
-    ``demand-query``; the aggregation wrote ``offered``) and, for Kafka, add the cross-check
-    ``demand {appendRate, emittedRate, lagGrowth, disagreement}``:
+    profile: Profile, sources: Mapping[str, Demand], lag_growth: Mapping[str, float | None]
+) -> Profile:
+    """``profile`` with each spout's demand source named in its confidence's ``output_source``
+    (``kafka``, ``demand-query``; the aggregation said ``offered``) and, for Kafka, the cross-check
+    :class:`~stormscale.planner.DemandCheck` (a note where it disagrees), the append rate being the
+    spout's output with its fan-out folded back out::
 
+        append = outputPerUnit · units / fanout
         disagreement ⇔ |append − (emitted + dL/dt)| > DEMAND_DISAGREEMENT · append
     """
-    for entry in document["components"]:
-        source = sources.get(entry["id"])
+    components = dict(profile.confidence.components)
+    notes = list(profile.confidence.notes)
+    for component in profile.topology.components:
+        source = sources.get(component.id)
         if source is None:
             continue
-        confidence = entry["confidence"]
-        confidence["outputPerUnit"]["source"] = source.source
-        growth = lag_growth.get(entry["id"])
-        emitted = confidence.get("emittedRate")
-        if growth is None or emitted is None:
-            continue
-        append = entry["outputPerUnit"] * entry["units"] / confidence.get("fanout", 1.0)  # fan-out folded
-        disagrees = abs(append - (emitted + growth)) > DEMAND_DISAGREEMENT * max(append, 1e-9)
-        confidence["demand"] = {
-            "appendRate": append,
-            "emittedRate": emitted,
-            "lagGrowth": growth,
-            "disagreement": disagrees,
-        }
-        if disagrees:
-            document["confidence"].setdefault("notes", []).append(
-                f"{entry['id']}: {source.describe()} appends {append:.3g}/s, but the spout emits "
-                f"{emitted:.3g}/s and the lag grows {growth:.3g}/s"
-            )
+        marked = replace(profile.confidence.of(component.id), output_source=source.source)
+        growth, emitted = lag_growth.get(component.id), marked.emitted_rate
+        if growth is not None and emitted is not None:
+            append = component.output_per_unit * component.units / marked.fanout
+            disagrees = abs(append - (emitted + growth)) > DEMAND_DISAGREEMENT * max(append, 1e-9)
+            marked = replace(marked, demand=DemandCheck(append, growth, emitted, disagrees))
+            if disagrees:
+                notes.append(
+                    f"{component.id}: {source.describe()} appends {append:.3g}/s, but the spout emits "
+                    f"{emitted:.3g}/s and the lag grows {growth:.3g}/s"
+                )
+        components[component.id] = marked
+    confidence = replace(profile.confidence, components=components, notes=tuple(notes))
+    return replace(profile, confidence=confidence)
 
 
 def prometheus_profiler(
