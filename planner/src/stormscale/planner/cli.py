@@ -57,6 +57,9 @@ from stormscale.planner.sizing.strategies import (
 )
 
 EXIT_INVALID = 2
+#: The flow model without ``--flow-model``: the CRD's default (``spec.scaling.flowModel: Backpressure``), so
+#: that a profile plans the same on the command line as in the cluster.
+DEFAULT_FLOW_MODEL = FlowModel.BACKPRESSURE
 #: The largest |budget| (the CRD's bound on spec.scaling.budget): docs/planner.md, "Limits".
 MAX_BUDGET = 1000
 
@@ -126,8 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--flow-model",
         choices=[m.value for m in FlowModel],
-        default=FlowModel.DROP.value,
-        help="default: drop",
+        default=DEFAULT_FLOW_MODEL.value,
+        help=f"default: {DEFAULT_FLOW_MODEL.value} (the CRD's default)",
     )
     plan.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
     plan.add_argument(
@@ -191,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     grapher.add_argument(
         "--flow-model",
         choices=[m.value for m in FlowModel],
-        help="default: the plan's, else drop",
+        help=f"default: the plan's, else {DEFAULT_FLOW_MODEL.value}",
     )
     grapher.add_argument("--out", metavar="FILE", required=True, help="the file to write: .svg or .png")
     return parser
@@ -244,7 +247,7 @@ def run_graph(args: argparse.Namespace) -> str:
     overlay = None if args.plan is None else parse_plan(read_json(args.plan, "plan"), topology, args.plan)
     output_format(args.out, "--out")
     draw.require_matplotlib()
-    model = FlowModel(args.flow_model or (overlay and overlay.flow_model) or FlowModel.DROP)
+    model = FlowModel(args.flow_model or (overlay and overlay.flow_model) or DEFAULT_FLOW_MODEL)
     view = graph_view(topology, model, None if overlay is None else overlay.allocation)
     draw.draw_graph(view, args.out)
     marked = ", ".join(n.id for n in view.nodes if n.bottleneck) or "none"
