@@ -2,7 +2,9 @@
 
 ``stormscale plan PROFILE --budget N [--plot FILE.png]``, ``stormscale size PROFILE --target-rate R``,
 ``stormscale place PLAN_OR_PROFILE --slots-per-pod K`` and ``stormscale graph PROFILE --out FILE.svg``.
-Exit status 0 for an answer, 2 for invalid input (one line on stderr naming the problem).
+Exit status 0 for an answer, 2 for invalid input (one line on stderr naming the problem). Input files
+must be regular files of at most 16 MiB (``profile.MAX_FILE_BYTES``): a FIFO or a device is refused
+before it is opened for reading.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from stormscale.planner.render_sizing import place_report, size_report
 from stormscale.planner.sizing.exact import TargetRateError, offered_rate
 from stormscale.planner.sizing.performance import Allocator
 from stormscale.planner.sizing.strategies import (
+    MAX_SLOTS_PER_POD,
     ONE_SLOT_PER_POD,
     SizingError,
     SizingStrategy,
@@ -102,6 +105,17 @@ def _budget(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text[:40]!r}") from None
     if abs(value) > MAX_BUDGET:
         raise argparse.ArgumentTypeError(f"must be within ±{MAX_BUDGET:,}, got {text}")
+    return value
+
+
+def _slots_per_pod(text: str) -> int:
+    """Worker slots per pod, in 1 … :data:`MAX_SLOTS_PER_POD` (the CRD's bound)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text[:40]!r}") from None
+    if not 1 <= value <= MAX_SLOTS_PER_POD:
+        raise argparse.ArgumentTypeError(f"must be in 1 … {MAX_SLOTS_PER_POD}, got {text[:40]}")
     return value
 
 
@@ -162,7 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=SizingStrategy.EXACT.value,
         help="default: exact",
     )
-    sizer.add_argument("--slots-per-pod", type=int, default=1, help="worker slots per pod (default 1)")
+    sizer.add_argument(
+        "--slots-per-pod",
+        type=_slots_per_pod,
+        default=1,
+        help=f"worker slots per pod, at most {MAX_SLOTS_PER_POD} (default 1)",
+    )
     sizer.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
     placer = commands.add_parser(
         "place",
@@ -170,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Which executors share a worker slot and a pod, for a sizing plan or a profile.",
     )
     placer.add_argument("source", help="a sizing plan (stormscale size --output json) or a profile")
-    placer.add_argument("--slots-per-pod", type=int, required=True, help="worker slots per pod")
+    placer.add_argument(
+        "--slots-per-pod",
+        type=_slots_per_pod,
+        required=True,
+        help=f"worker slots per pod, at most {MAX_SLOTS_PER_POD}",
+    )
     placer.add_argument(
         "--strategy",
         choices=[s.value for s in PlacementStrategy],
@@ -311,6 +335,9 @@ INVALID = (
     PlotInputError,
 )
 
+#: What may still escape a command on hostile input that every specific check let through.
+LAST_RESORT = (RecursionError, OverflowError, ValueError, MemoryError)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
@@ -323,6 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except UsageError as err:
         print(f"stormscale: {err} (see stormscale --help)", file=sys.stderr)
+        return EXIT_INVALID
+    except LAST_RESORT as err:  # past every specific check: still one line, never a traceback
+        print(
+            f"stormscale: input beyond what the planner computes ({type(err).__name__}: {err})"[:300],
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     return 0
 
