@@ -88,8 +88,10 @@ Storm cluster of 100,000 executors is beyond any real topology; every strategy s
 
 
 def check_slots_per_pod(slots_per_pod: int) -> None:
-    if not 1 <= slots_per_pod <= MAX_SLOTS_PER_POD:
-        raise SizingError(f"--slots-per-pod: must be in 1 … {MAX_SLOTS_PER_POD}, got {short(slots_per_pod)}")
+    if slots_per_pod < 1:
+        raise SizingError(f"--slots-per-pod: must be at least 1, got {slots_per_pod}")
+    if slots_per_pod > MAX_SLOTS_PER_POD:
+        raise SizingError(f"--slots-per-pod: must be at most {MAX_SLOTS_PER_POD}, got {short(slots_per_pod)}")
 
 
 def check_sizing_bound(topology: Topology, target_rate: float, bound: int = MAX_SIZED_UNITS) -> None:
