@@ -6,20 +6,24 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
-from stormscale.planner.cli import main
+from stormscale.operator.policy import ScalingSpec
+from stormscale.planner.cli import DEFAULT_FLOW_MODEL, build_parser, main
+from stormscale.planner.flow import FlowModel
 from tests.unit.planner.cli_run import run_cli
 
 from .conftest import PROFILES
 
 T17 = str(PROFILES / "thesis-topology-17.json")
+CRD = Path(__file__).parents[3] / "crds" / "stormtopologies.stormscale.io.yaml"
 
 
 run = run_cli
 
 
 def test_json_output_is_the_plan_object_of_the_format() -> None:
-    result = run("plan", T17, "--budget", "3", "--output", "json")
+    result = run("plan", T17, "--budget", "3", "--flow-model", "drop", "--output", "json")
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     assert plan == {
@@ -35,7 +39,7 @@ def test_json_output_is_the_plan_object_of_the_format() -> None:
 
 
 def test_table_shows_every_strategy_and_marks_the_chosen_one(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", T17, "--budget", "2", "--strategy", "optimal"]) == 0
+    assert main(["plan", T17, "--budget", "2", "--strategy", "optimal", "--flow-model", "drop"]) == 0
     out = capsys.readouterr().out
     rows = {
         line.split()[1] if line.lstrip().startswith("*") else line.split()[0]: line
@@ -53,6 +57,23 @@ def test_table_shows_every_strategy_and_marks_the_chosen_one(capsys: pytest.Capt
 def test_backpressure_table_names_the_throttled_column(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", T17, "--budget", "1", "--flow-model", "backpressure"]) == 0
     assert "throttled" in capsys.readouterr().out
+
+
+def test_the_default_flow_model_is_the_crds_and_the_operators() -> None:
+    """Without ``--flow-model`` a profile plans as in the cluster: the CRD's and the policy's default."""
+    crd = yaml.safe_load(CRD.read_text())
+    scaling = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "scaling"
+    ]
+    crd_default = scaling["properties"]["flowModel"]["default"]
+    policy_default = ScalingSpec.model_fields["flow_model"].default
+    assert crd_default == policy_default == "Backpressure"
+    assert DEFAULT_FLOW_MODEL is FlowModel(policy_default.lower()) is FlowModel.BACKPRESSURE
+    assert build_parser().parse_args(["plan", T17, "--budget", "1"]).flow_model == DEFAULT_FLOW_MODEL.value
+    plan = json.loads(run("plan", T17, "--budget", "3", "--output", "json").stdout)
+    assert plan["flowModel"] == "backpressure"
+    assert plan["allocation"] == {"6": 1, "16": 2}  # not the drop model's {"11": 1, "16": 2}
+    assert plan["throughput"]["before"] == pytest.approx(1988.888888888889)
 
 
 @pytest.mark.parametrize(

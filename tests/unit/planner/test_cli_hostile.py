@@ -4,6 +4,7 @@ a hang. Each case runs the real CLI as a subprocess with a time bound."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from stormscale.planner import cli
 from stormscale.planner.model import Component, Kind, Topology
-from stormscale.planner.profile import MAX_COMPONENTS
+from stormscale.planner.profile import MAX_COMPONENTS, MAX_FILE_BYTES, MAX_GAIN, parse_profile
+from stormscale.planner.sizing.strategies import MAX_SIZED_UNITS
 from tests.unit.planner.cli_run import run_cli
 
 TIME_BOUND_S = 20.0
@@ -118,3 +121,107 @@ def test_too_many_components_is_one_line(tmp_path: Path) -> None:
     }
     path = write(tmp_path, json.dumps(document))
     assert_one_line_exit_2(run("plan", path, "--budget", "1"), "components: at most")
+
+
+FLAGS = {
+    "plan": ["--budget", "1"],
+    "size": ["--target-rate", "5"],
+    "place": ["--slots-per-pod", "1"],
+}
+
+
+@pytest.mark.parametrize("command", ["plan", "size", "place"])
+def test_a_fifo_is_refused_before_it_is_opened(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "profile.fifo"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes: the time bound catches it
+    assert_one_line_exit_2(run(command, str(fifo), *FLAGS[command]), "not a regular file")
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_is_refused_not_read(device: str) -> None:
+    assert_one_line_exit_2(
+        run("plan", device, *FLAGS["plan"]), f"{device}: cannot read profile (not a regular"
+    )
+
+
+def test_a_file_past_the_size_cap_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    with path.open("wb") as file:
+        file.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk, no time
+    assert_one_line_exit_2(run("place", str(path), *FLAGS["place"]), f"larger than {MAX_FILE_BYTES:,} bytes")
+
+
+def chain(selectivity: float, length: int) -> dict[str, Any]:
+    bolts = [
+        {
+            "id": f"b{i}",
+            "kind": "bolt",
+            "units": 1,
+            "capacityPerUnit": 1e12,
+            "selectivity": selectivity,
+            **({"children": {f"b{i + 1}": 1.0}} if i + 1 < length else {}),
+        }
+        for i in range(length)
+    ]
+    spout = {"id": "s", "kind": "spout", "units": 1, "outputPerUnit": 10.0, "children": {"b0": 1.0}}
+    return {"topology": "chain", "components": [spout, *bolts]}
+
+
+@pytest.mark.parametrize("command", ["plan", "size", "place"])
+def test_a_chain_of_huge_selectivities_names_the_field_and_the_bound(tmp_path: Path, command: str) -> None:
+    path = write(tmp_path, json.dumps(chain(1e12, 30)))
+    result = run(command, path, *FLAGS[command])
+    assert_one_line_exit_2(result, "components[1].selectivity: one tuple a source offers becomes 1e+12")
+    assert f"above the bound {MAX_GAIN:g}" in result.stderr
+
+
+def test_a_real_splitter_chain_still_loads() -> None:
+    assert len(parse_profile(chain(10.0, 5)).components) == 6  # 10⁵ tuples per offered tuple: fine
+
+
+@pytest.mark.parametrize("command", ["size", "place"])
+def test_a_vanishing_capacity_is_refused_by_the_sizing_bound(tmp_path: Path, command: str) -> None:
+    path = write(tmp_path, json.dumps(profile(bolt={"capacityPerUnit": 1e-300})))
+    assert_one_line_exit_2(
+        run(command, path, *FLAGS[command]), f"needs more than {MAX_SIZED_UNITS:,} units in all"
+    )
+
+
+def test_a_target_rate_beyond_the_sizing_bound_is_refused_fast(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps(profile()))
+    started = time.perf_counter()
+    result = run("size", path, "--target-rate", "1e9")
+    assert_one_line_exit_2(result, "--target-rate: 1e+09 tuples/s needs more than 100,000 units")
+    assert time.perf_counter() - started < 10.0
+
+
+@pytest.mark.parametrize(
+    ("slots", "message"),
+    [
+        ("1e20", "argument --slots-per-pod: invalid int value"),
+        ("100000000000000000000", "argument --slots-per-pod: must be at most 64"),
+        ("65", "argument --slots-per-pod: must be at most 64"),
+    ],
+)
+@pytest.mark.parametrize("command", ["size", "place"])
+def test_slots_per_pod_beyond_the_crds_bound_is_refused(
+    tmp_path: Path, command: str, slots: str, message: str
+) -> None:
+    path = write(tmp_path, json.dumps(profile()))
+    flags = ["--target-rate", "5"] if command == "size" else []
+    assert_one_line_exit_2(run(command, path, *flags, "--slots-per-pod", slots), message)
+
+
+@pytest.mark.parametrize("error", [RecursionError, OverflowError, ValueError, MemoryError])
+def test_main_turns_an_arithmetic_escape_into_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], error: type[BaseException]
+) -> None:
+    def escape(argv: object) -> str:
+        raise error("deep inside a strategy")
+
+    monkeypatch.setattr(cli, "run", escape)
+    assert cli.main(["plan", "p.json", "--budget", "1"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"stormscale: input beyond what the planner computes ({error.__name__}: deep inside a strategy)"
+    ]

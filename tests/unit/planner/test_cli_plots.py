@@ -47,7 +47,18 @@ def test_plot_with_measured_points_and_json_output_writes_an_svg(tmp_path: Path)
     measured.write_text(json.dumps([{"budget": 0, "throughput": 4500.0}, {"budget": 3, "throughput": 5600}]))
     out = tmp_path / "t17.svg"
     result = run(
-        "plan", T17, "--budget", "3", "--output", "json", "--plot", str(out), "--measured", str(measured)
+        "plan",
+        T17,
+        "--budget",
+        "3",
+        "--flow-model",
+        "drop",
+        "--output",
+        "json",
+        "--plot",
+        str(out),
+        "--measured",
+        str(measured),
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["allocation"] == {"11": 1, "16": 2}
@@ -56,9 +67,9 @@ def test_plot_with_measured_points_and_json_output_writes_an_svg(tmp_path: Path)
 
 def test_graph_writes_svg_and_png_and_names_the_bottlenecks(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(run("plan", LINEAR, "--budget", "3", "--output", "json").stdout)
+    plan.write_text(run("plan", LINEAR, "--budget", "3", "--flow-model", "drop", "--output", "json").stdout)
     svg, png = tmp_path / "linear.svg", tmp_path / "linear.png"
-    plain = run("graph", LINEAR, "--out", str(svg))
+    plain = run("graph", LINEAR, "--flow-model", "drop", "--out", str(svg))
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.strip() == f"{svg}: thesis-linear under the drop model, bottleneck 2, 3"
     assert_svg(svg)
@@ -70,12 +81,12 @@ def test_graph_writes_svg_and_png_and_names_the_bottlenecks(tmp_path: Path) -> N
 
 def test_graph_takes_the_plans_flow_model_by_default(tmp_path: Path) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(
-        run("plan", LINEAR, "--budget", "1", "--flow-model", "backpressure", "--output", "json").stdout
-    )
+    plan.write_text(run("plan", LINEAR, "--budget", "1", "--flow-model", "drop", "--output", "json").stdout)
     result = run("graph", LINEAR, "--plan", str(plan), "--out", str(tmp_path / "g.svg"))
     assert result.returncode == 0, result.stderr
-    assert "under the backpressure model" in result.stdout
+    assert "under the drop model" in result.stdout
+    alone = run("graph", LINEAR, "--out", str(tmp_path / "alone.svg"))
+    assert "under the backpressure model" in alone.stdout  # no plan: the CLI's default
 
 
 def bad_cases(tmp: Path) -> list[tuple[list[str], str]]:
@@ -169,7 +180,7 @@ def test_without_matplotlib_drawing_is_one_line_and_exit_2(
 @pytest.mark.usefixtures("no_matplotlib")
 def test_without_matplotlib_the_planner_still_plans(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", LINEAR, "--budget", "2"]) == 0
-    assert "thesis-linear · flow model drop · budget +2" in capsys.readouterr().out
+    assert "thesis-linear · flow model backpressure · budget +2" in capsys.readouterr().out
 
 
 def test_the_cli_does_not_import_matplotlib_until_it_draws() -> None:

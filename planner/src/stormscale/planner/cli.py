@@ -2,7 +2,9 @@
 
 ``stormscale plan PROFILE --budget N [--plot FILE.png]``, ``stormscale size PROFILE --target-rate R``,
 ``stormscale place PLAN_OR_PROFILE --slots-per-pod K`` and ``stormscale graph PROFILE --out FILE.svg``.
-Exit status 0 for an answer, 2 for invalid input (one line on stderr naming the problem).
+Exit status 0 for an answer, 2 for invalid input (one line on stderr naming the problem). Input files
+must be regular files of at most 16 MiB (``profile.MAX_FILE_BYTES``): a FIFO or a device is refused
+before it is opened for reading.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from stormscale.planner.render_sizing import place_report, size_report
 from stormscale.planner.sizing.exact import TargetRateError, offered_rate
 from stormscale.planner.sizing.performance import Allocator
 from stormscale.planner.sizing.strategies import (
+    MAX_SLOTS_PER_POD,
     ONE_SLOT_PER_POD,
     SizingError,
     SizingStrategy,
@@ -57,6 +60,9 @@ from stormscale.planner.sizing.strategies import (
 )
 
 EXIT_INVALID = 2
+#: The flow model without ``--flow-model``: the CRD's default (``spec.scaling.flowModel: Backpressure``), so
+#: that a profile plans the same on the command line as in the cluster.
+DEFAULT_FLOW_MODEL = FlowModel.BACKPRESSURE
 #: The largest |budget| (the CRD's bound on spec.scaling.budget): docs/planner.md, "Limits".
 MAX_BUDGET = 1000
 
@@ -102,6 +108,17 @@ def _budget(text: str) -> int:
     return value
 
 
+def _slots_per_pod(text: str) -> int:
+    """Worker slots per pod, in 1 … :data:`MAX_SLOTS_PER_POD` (the CRD's bound)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text[:40]!r}") from None
+    if value > MAX_SLOTS_PER_POD:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SLOTS_PER_POD}, got {text[:40]}")
+    return value  # below 1: the sizing's own check names it
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="stormscale", description="Stormscale: scale-out planning for Apache Storm.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -126,8 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--flow-model",
         choices=[m.value for m in FlowModel],
-        default=FlowModel.DROP.value,
-        help="default: drop",
+        default=DEFAULT_FLOW_MODEL.value,
+        help=f"default: {DEFAULT_FLOW_MODEL.value} (the CRD's default)",
     )
     plan.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
     plan.add_argument(
@@ -159,7 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=SizingStrategy.EXACT.value,
         help="default: exact",
     )
-    sizer.add_argument("--slots-per-pod", type=int, default=1, help="worker slots per pod (default 1)")
+    sizer.add_argument(
+        "--slots-per-pod",
+        type=_slots_per_pod,
+        default=1,
+        help=f"worker slots per pod, at most {MAX_SLOTS_PER_POD} (default 1)",
+    )
     sizer.add_argument("--output", choices=["table", "json"], default="table", help="default: table")
     placer = commands.add_parser(
         "place",
@@ -167,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Which executors share a worker slot and a pod, for a sizing plan or a profile.",
     )
     placer.add_argument("source", help="a sizing plan (stormscale size --output json) or a profile")
-    placer.add_argument("--slots-per-pod", type=int, required=True, help="worker slots per pod")
+    placer.add_argument(
+        "--slots-per-pod",
+        type=_slots_per_pod,
+        required=True,
+        help=f"worker slots per pod, at most {MAX_SLOTS_PER_POD}",
+    )
     placer.add_argument(
         "--strategy",
         choices=[s.value for s in PlacementStrategy],
@@ -191,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     grapher.add_argument(
         "--flow-model",
         choices=[m.value for m in FlowModel],
-        help="default: the plan's, else drop",
+        help=f"default: the plan's, else {DEFAULT_FLOW_MODEL.value}",
     )
     grapher.add_argument("--out", metavar="FILE", required=True, help="the file to write: .svg or .png")
     return parser
@@ -244,7 +271,7 @@ def run_graph(args: argparse.Namespace) -> str:
     overlay = None if args.plan is None else parse_plan(read_json(args.plan, "plan"), topology, args.plan)
     output_format(args.out, "--out")
     draw.require_matplotlib()
-    model = FlowModel(args.flow_model or (overlay and overlay.flow_model) or FlowModel.DROP)
+    model = FlowModel(args.flow_model or (overlay and overlay.flow_model) or DEFAULT_FLOW_MODEL)
     view = graph_view(topology, model, None if overlay is None else overlay.allocation)
     draw.draw_graph(view, args.out)
     marked = ", ".join(n.id for n in view.nodes if n.bottleneck) or "none"
@@ -308,6 +335,9 @@ INVALID = (
     PlotInputError,
 )
 
+#: What may still escape a command on hostile input that every specific check let through.
+LAST_RESORT = (RecursionError, OverflowError, ValueError, MemoryError)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
@@ -320,6 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except UsageError as err:
         print(f"stormscale: {err} (see stormscale --help)", file=sys.stderr)
+        return EXIT_INVALID
+    except LAST_RESORT as err:  # past every specific check: still one line, never a traceback
+        print(
+            f"stormscale: input beyond what the planner computes ({type(err).__name__}: {err})"[:300],
+            file=sys.stderr,
+        )
         return EXIT_INVALID
     return 0
 

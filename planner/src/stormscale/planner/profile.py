@@ -7,6 +7,8 @@ component``. Fields the format does not know are ignored, as the format asks of 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,13 @@ FRACTION_SUM_TOLERANCE = 1e-6
 MAX_COMPONENTS = 10_000
 MAX_UNITS = 1_000_000
 MAX_RATE = 1e12
+#: The largest file read as JSON (profile, plan, placement, measured points): 16 MiB, a thousand times a
+#: 10,000-component profile's few MiB at most.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: The most tuples one tuple offered by a source may become on its way (the product of selectivities
+#: along a path, summed over paths): a splitter chain of real topologies stays below 10⁴; the bound keeps
+#: every rate, at Ω ≤ 10¹² and 10⁶ spout units, far below a float's overflow.
+MAX_GAIN = 1e6
 
 
 class ProfileError(ValueError):
@@ -35,7 +44,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
     integers beyond Python's 4,300-digit conversion limit: both are bad input, not crashes.
     """
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = _read_regular_file(path, what).decode("utf-8")
     except OSError as err:
         raise ProfileError(f"{path}: cannot read {what} ({err.strerror or err})") from None
     except UnicodeDecodeError as err:
@@ -50,6 +59,23 @@ def read_json(path: str | Path, what: str = "file") -> Any:
         raise ProfileError(f"{path}: not valid JSON (nested too deeply)") from None
     except ValueError:
         raise ProfileError(f"{path}: not valid JSON (integer too long)") from None
+
+
+def _read_regular_file(path: str | Path, what: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; anything else (a FIFO, whose open
+    blocks, a device such as ``/dev/zero``, a directory, a larger file) is refused before it is read."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise ProfileError(f"{path}: cannot read {what} (not a regular file)")
+    # O_NONBLOCK: should the path become a FIFO after the check, opening it still returns at once.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise ProfileError(f"{path}: cannot read {what} (not a regular file)")
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ProfileError(f"{path}: cannot read {what} (larger than {MAX_FILE_BYTES:,} bytes)")
+    return data
 
 
 def load_profile(path: str | Path) -> Topology:
@@ -74,7 +100,29 @@ def parse_profile(document: Any) -> Topology:
     _check_children(components)
     topology = Topology(name=name, components=components)
     _check_acyclic(topology)
+    _check_gain(topology)
     return topology
+
+
+def _check_gain(topology: Topology) -> None:
+    """Refuse a profile whose selectivities multiply a source's tuples by more than :data:`MAX_GAIN`.
+
+    In topological order, with ``[v is a source]`` 1 for a spout or a bolt with external input:
+    ``g_v = [v is a source] + Σ_p g_p · s_p · f_pv`` tuples arrive at v per tuple offered, and
+    ``g_v · s_v`` leave it (a spout's ``s`` is 1); the first v whose output passes the bound is named.
+    """
+    out_gain = [0.0] * len(topology.components)
+    for v in topology.order:
+        c = topology.components[v]
+        source = 1.0 if c.is_spout or c.external_input > 0 else 0.0
+        arriving = source + sum(out_gain[p] * f for p, f in topology.parents[v])
+        out = arriving * (1.0 if c.is_spout else c.selectivity)
+        out_gain[v] = out
+        if not out <= MAX_GAIN:
+            raise ProfileError(
+                f"components[{v}].selectivity: one tuple a source offers becomes {out:.3g} tuples out of "
+                f"{c.id!r}, above the bound {MAX_GAIN:g}"
+            )
 
 
 def _parse_component(path: str, item: Any) -> Component:

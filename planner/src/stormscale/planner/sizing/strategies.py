@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from stormscale.planner.flow import backpressure_rates
 from stormscale.planner.model import Topology
 from stormscale.planner.numbers import is_finite_number, short
 from stormscale.planner.placement.pdeployer import MachineCapacity, plan_deployment
@@ -33,6 +34,7 @@ from stormscale.planner.sizing.adapters import (
     shukla_allocation,
     target_rates,
 )
+from stormscale.planner.sizing.exact import offered_rate
 from stormscale.planner.sizing.pdeployer import POINTS_PER_CORE
 from stormscale.planner.sizing.performance import Allocator
 
@@ -77,9 +79,42 @@ class Sizing:
         return sum(self.units.values())
 
 
+MAX_SLOTS_PER_POD = 64
+"""The most worker slots per pod: the CRD's bound on ``workers.slotsPerPod``."""
+
+MAX_SIZED_UNITS = 100_000
+"""The most units (executors, hence slots and pods) a sizing may produce, summed over components: a
+Storm cluster of 100,000 executors is beyond any real topology; every strategy sizes it in about 1 s."""
+
+
 def check_slots_per_pod(slots_per_pod: int) -> None:
     if slots_per_pod < 1:
         raise SizingError(f"--slots-per-pod: must be at least 1, got {slots_per_pod}")
+    if slots_per_pod > MAX_SLOTS_PER_POD:
+        raise SizingError(f"--slots-per-pod: must be at most {MAX_SLOTS_PER_POD}, got {short(slots_per_pod)}")
+
+
+def check_sizing_bound(topology: Topology, target_rate: float, bound: int = MAX_SIZED_UNITS) -> None:
+    """Refuse Ω before any sizing loop runs when the units it needs pass ``bound``::
+
+        n_v ≈ (Ω / Ω_now) · D_v / c_v     (D_v: v's demand with every source unthrottled, today's units)
+
+    summed over the bolts (plus the spouts' units); a capacity so small that ``n_v`` overflows counts too.
+    """
+    now = offered_rate(topology)
+    if not now > 0:
+        return  # the sizing's own error names it
+    scale = target_rate / now
+    demands = backpressure_rates(topology, topology.units).demands
+    total = float(sum(c.units for c in topology.components if c.is_spout))
+    for c, demand in zip(topology.components, demands, strict=True):
+        if not c.is_spout and c.capacity_per_unit > 0:  # no capacity: the sizing's own error names it
+            total += scale * demand / c.capacity_per_unit
+        if not total <= bound:
+            raise SizingError(
+                f"--target-rate: {target_rate:g} tuples/s needs more than {bound:,} units in all "
+                f"(at {c.id!r}, capacityPerUnit {c.capacity_per_unit:g}): the bound on a sizing"
+            )
 
 
 def check_units_fit_a_slot(topology: Topology) -> None:
@@ -99,6 +134,7 @@ def feasible_rates(topology: Topology, target_rate: float) -> TargetRates:
     if not (math.isfinite(target_rate) and target_rate > 0):
         raise SizingError(f"--target-rate: must be a finite rate > 0 tuples/s, got {target_rate!r}")
     check_units_fit_a_slot(topology)
+    check_sizing_bound(topology, target_rate)
     rates = target_rates(topology, target_rate)
     if not rates.exact.feasible:
         cid = rates.exact.limited[0]
