@@ -21,6 +21,7 @@ the part starts again and the run ends when the budget is applied and Ready (the
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -159,12 +160,8 @@ def run_metrics_faults(
             start()
             outage_s = time.time() - stopped_at
 
-            def converged(budget: int = budget) -> bool:
-                now = bed.observe()
-                return now.applied_budget == budget and now.ready and not now.pending
-
             took = seconds_until(
-                converged,
+                functools.partial(bed.converged, budget),
                 CONVERGE_S,
                 "converged",
                 every_s=POLL_S,

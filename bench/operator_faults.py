@@ -39,6 +39,7 @@ bed (:mod:`bench.metrics_faults`). Every run checks what a user relies on:
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import signal
@@ -275,6 +276,11 @@ class Bed:
     def observe(self, since: float = 0.0) -> Observed:
         return observe(self.api, self.nimbus, self.namespace, since)
 
+    def converged(self, budget: int) -> bool:
+        """Whether ``budget`` is applied, Ready, and nothing is pending."""
+        now = self.observe()
+        return now.applied_budget == budget and now.ready and not now.pending
+
     def start_operator(self) -> Daemon:
         return fleet.start_operator(self.plane, self.namespace, self.run_dir, INTERVAL_S)
 
@@ -504,12 +510,8 @@ def run_faults(
             bed.apply_budget(budget)
             injected = inject(session, budget, applied_at, delay)
 
-            def converged(budget: int = budget) -> bool:
-                now = bed.observe()
-                return now.applied_budget == budget and now.ready and not now.pending
-
             took = seconds_until(
-                converged,
+                functools.partial(bed.converged, budget),
                 CONVERGE_S,
                 "converged",
                 daemons=(session.operator,),
