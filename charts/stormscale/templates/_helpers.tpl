@@ -38,6 +38,8 @@ The rules of exactly the calls the operator makes (docs/operator/reference.md li
 - StormTopologies: watched (list, watch), read fresh (get), Kopf's bookkeeping annotations (patch);
 - their status: read and merge-patched;
 - the worker Deployment: read, and replicas set by server-side apply (patch);
+- its pods: listed (CPU busy time), and before a scale-down those without a worker of the topology
+  annotated to be removed first (patch, controller.kubernetes.io/pod-deletion-cost);
 - HorizontalPodAutoscalers: listed to refuse fighting another writer;
 - Events: one per decision;
 - ConfigMaps: the fleet job's published profile, read by name (get only: no list, no watch).
@@ -60,7 +62,7 @@ The rules of exactly the calls the operator makes (docs/operator/reference.md li
   verbs: [list]
 - apiGroups: [""]
   resources: [pods]
-  verbs: [list]
+  verbs: [list, patch]
 - apiGroups: ["", events.k8s.io]
   resources: [events]
   verbs: [create]

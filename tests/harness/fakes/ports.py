@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.planner import FlowModel, ProfileConfidence, Topology, throughput
 from stormscale.storm.model import Executor
+from stormscale.storm.samples import Pod
 
 Journal = list[tuple[str, Any]]
 
@@ -44,12 +45,45 @@ class FakeCluster:
             raise self.fail_read
         return Workers(self.replicas, self.cpu_limit_millicores, self.hpa)
 
+    #: Pods marked to be removed first; with ``pod_names``, the pods as a ReplicaSet keeps them: a
+    #: scale-down removes the marked ones first, then the first by name, a scale-up adds ``p<i>``.
+    marked: list[str] = field(default_factory=list)
+    pod_names: list[str] | None = None
+    fail_mark: BaseException | None = None
+
     def scale(self, namespace: str, name: str, replicas: int) -> None:
         self.calls.append(("scale", replicas))
         self.journal.append(("scale", replicas))
         if self.fail_scale:
             raise self.fail_scale
+        if self.pod_names is not None:
+            self.pod_names = self.replica_set(self.pod_names, replicas)
+            self.marked = [p for p in self.marked if p in self.pod_names]
         self.replicas = replicas
+
+    def replica_set(self, pods: list[str], replicas: int) -> list[str]:
+        """The pods a ReplicaSet keeps: removing the marked ones first, then the first by name (the
+        fake Nimbus's first hosts: a choice that stops workers); adding ``p<i>`` names not taken."""
+        removal = sorted(p for p in pods if p in self.marked) + sorted(
+            p for p in pods if p not in self.marked
+        )
+        kept = sorted(removal[max(0, len(pods) - replicas) :])
+        free = (f"p{i}" for i in range(len(pods) + replicas + 1) if f"p{i}" not in kept)
+        return kept + [next(free) for _ in range(max(0, replicas - len(kept)))]
+
+    def pods(self, namespace: str, name: str) -> list[Pod]:
+        """Pod ``h<i>`` announces host ``h<i>`` (the fake Nimbus's hosts); one per replica unless
+        ``pod_names`` says which."""
+        self.calls.append(("pods", name))
+        names = self.pod_names if self.pod_names is not None else [f"h{i}" for i in range(self.replicas)]
+        return [Pod(n, None, "worker", None) for n in names]
+
+    def remove_first(self, namespace: str, pods: Sequence[str]) -> None:
+        self.calls.append(("remove_first", list(pods)))
+        self.journal.append(("remove_first", list(pods)))
+        if self.fail_mark:
+            raise self.fail_mark
+        self.marked = sorted({*self.marked, *pods})
 
 
 @dataclass

@@ -16,7 +16,12 @@ import pytest
 from stormscale.operator.adapters.profiler import PrometheusProfiler, mark_demand
 from stormscale.operator.policy import InvalidSpecError, parse_spec
 from stormscale.operator.ports import RefusedError, StaleMetricsError, UnknownDemandError
-from stormscale.operator.profiles import check_demand_known, saturated_bolts
+from stormscale.operator.profiles import (
+    check_demand_known,
+    check_usable,
+    contradicted_spouts,
+    saturated_bolts,
+)
 from stormscale.planner import (
     ComponentConfidence,
     DemandCheck,
@@ -131,6 +136,29 @@ def test_marking_the_demand_returns_a_new_profile_and_leaves_the_measured_one_al
     assert len(marked.confidence.notes) == 1
     assert measured.confidence.notes == ()
     assert mark_demand(measured, {}, {}) == measured
+
+
+@pytest.mark.parametrize(
+    ("fanout", "disagreement", "refused"),
+    [
+        (1.62, True, True),  # both witnesses contradict the spout's count: a window across a restart
+        (1.62, False, False),  # copies to several subscribers: the topic agrees
+        (1.0, True, False),  # a lag regressed over a ramp: the children agree
+        (1.04, True, False),  # within the split's noise
+    ],
+)
+def test_a_spout_count_both_its_topic_and_its_children_contradict_is_not_planned_on(
+    fanout: float, disagreement: bool, refused: bool
+) -> None:
+    check = DemandCheck(16.0, 12.6, 15.2, disagreement=disagreement)
+    spout = ComponentConfidence(output_source="kafka", emitted_rate=15.2, fanout=fanout, demand=check)
+    profile = Profile(DIAMOND, ProfileConfidence(steady=True, components={"1": spout}))
+    assert contradicted_spouts(profile.confidence) == (["1"] if refused else [])
+    if refused:
+        with pytest.raises(StaleMetricsError, match="spout 1 disagree with both its topic and its children"):
+            check_usable(profile)
+    else:
+        check_usable(profile)
 
 
 def measured_confidence(demand: dict[str, Demand], lag_growth: float | None) -> ProfileConfidence:

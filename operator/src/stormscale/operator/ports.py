@@ -18,6 +18,7 @@ from stormscale.operator.policy import PlacementKind, ProfileSource
 from stormscale.operator.status import PendingApply, PlacementStatus, Reason, StormTopologyStatus
 from stormscale.planner import ProfileConfidence, Topology
 from stormscale.storm.model import Executor, is_system
+from stormscale.storm.samples import Pod
 
 #: A placement as the rebalance carries it: pods in order, each its workers in order, each component
 #: -> executors (system components included, ``__system`` never): docs/operator/design.md, "Placement".
@@ -137,6 +138,12 @@ class WorkerDeployments(Protocol):
 
     def scale(self, namespace: str, name: str, replicas: int) -> None:
         """Set (never add to) the replica count, as the operator's field manager."""
+
+    def pods(self, namespace: str, name: str) -> Sequence[Pod]:
+        """The Deployment's pods now (terminating ones flagged)."""
+
+    def remove_first(self, namespace: str, pods: Sequence[str]) -> None:
+        """Have the next scale-down remove these pods before any other."""
 
 
 class Nimbus(Protocol):

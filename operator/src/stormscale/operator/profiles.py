@@ -32,6 +32,9 @@ from stormscale.planner import (
 #: A bolt this busy under the measured load (input over its capacity at its units) holds its spouts
 #: back: their emitted rate is its pace, not their demand.
 SATURATED = 0.9
+#: Children may receive this much more than a spout emits before it counts as copying (the
+#: aggregation's own noise margin on a plain split).
+COPY_NOISE = 0.05
 #: A published window may end this far in the future (the job's clock against the operator's); beyond,
 #: it would look fresh for ever.
 CLOCK_SKEW_S = 300.0
@@ -62,14 +65,40 @@ def check_demand_known(model: Topology, confidence: ProfileConfidence) -> None:
         )
 
 
+def contradicted_spouts(confidence: ProfileConfidence) -> list[str]:
+    """Kafka-fed spouts whose emitted count both of its witnesses contradict: the topic (append rate
+    against emitted plus the lag's growth, :class:`~stormscale.planner.DemandCheck`) and the children
+    (they received ``fanout`` times what it emitted)::
+
+        contradicted  ⇔  demand.disagreement  ∧  fanout > 1 + COPY_NOISE
+
+    Either alone has a cause in a steady topology (a lag regressed over a ramp; copies to several
+    subscribers or an all-grouping); copies do not enter the topic's balance, so both at once leave
+    only the emitted count itself wrong: counters read across a worker's restart. A profile folding
+    that false fan-out into the spout's rate asks for units the load does not need (measured once:
+    children at 1.62× the spout, and Auto sized for 34/s instead of 23/s)."""
+    out = []
+    for cid, c in sorted(confidence.components.items()):
+        if c.demand is not None and c.demand.disagreement and c.fanout > 1.0 + COPY_NOISE:
+            out.append(cid)
+    return out
+
+
 def check_usable(profile: Profile) -> None:
     """The checks every profile passes before a plan rests on it, measured or published: a steady
-    window (``confidence.steady``), some flow at the measured units, and a known demand wherever a
+    window (``confidence.steady``) whose spouts' counts are not contradicted
+    (:func:`contradicted_spouts`), some flow at the measured units, and a known demand wherever a
     bolt throttles a spout. Raises :class:`StaleMetricsError` or :class:`UnknownDemandError`."""
     model, confidence = profile.topology, profile.confidence
     if not confidence.steady:
         unstable = ", ".join(confidence.unstable) or "unknown components"
         raise StaleMetricsError(f"rates of {unstable} are not steady over the window; not planning on them")
+    contradicted = contradicted_spouts(confidence)
+    if contradicted:
+        raise StaleMetricsError(
+            f"the emitted counts of spout {', '.join(contradicted)} disagree with both its topic and its "
+            "children (a window across a worker restart); not planning on them"
+        )
     if throughput(model, model.units, FlowModel.BACKPRESSURE) <= 0:
         idle = ", ".join(c.id for c in model.components if c.is_spout and not c.output_per_unit)
         raise StaleMetricsError(f"the profile carries no flow (spouts without output: {idle or 'none'})")

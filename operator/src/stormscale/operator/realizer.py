@@ -1,18 +1,24 @@
 """The realizer: make a saved intent (``status.pending``: target units, replicas, placement) run on
 Storm, behind the one :class:`~stormscale.operator.ports.Realizer` port the pass calls.
 
-Replicas first, then one rebalance (carrying the placement), then verify (on a later pass if Storm is
-busy or has not assigned the placement yet). Applying *sets* replicas and executor counts, never adds
-to them, so a crash between the two writes converges on the next pass. Storm is not trusted to run
-what it accepted: a rebalance it forgot (a Nimbus restart, STORM-3516) is asked for again, at most
-:data:`MAX_REBALANCES` times in all; a refusal scales the workers back. Built from the Deployments and
-Nimbus ports.
+To more pods: replicas first (the new units need their Supervisors), then one rebalance (carrying
+the placement), then verify (on a later pass if Storm is busy or has not assigned the placement yet).
+To fewer pods: the rebalance first, on the pods there are, and only once Storm runs the target are the
+pods left without a worker of the topology marked to go first and the replicas lowered
+(:meth:`StormRealizer._release`): lowered first, the ReplicaSet would remove pods of its own choosing,
+workers included, and Nimbus, still listing their Supervisors for a while, would assign the rebalance
+to them (measured: the topology stopped for minutes until Nimbus gave up on those workers).
+
+Applying *sets* replicas and executor counts, never adds to them, so a crash between the two writes
+converges on the next pass. Storm is not trusted to run what it accepted: a rebalance it forgot (a
+Nimbus restart, STORM-3516) is asked for again, at most :data:`MAX_REBALANCES` times in all; a refusal
+scales the workers back. Built from the Deployments and Nimbus ports.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from stormscale.operator import packing
 from stormscale.operator.book import units_text
@@ -37,6 +43,7 @@ from stormscale.operator.status import (
     timestamp,
 )
 from stormscale.storm.placement import PlacementError
+from stormscale.storm.samples import Pod
 
 REBALANCE_WAIT_SECS = 5
 #: Rebalance requests for one pending plan, the first included: Storm running other executors or
@@ -67,6 +74,17 @@ def runs(storm: StormTopologyState, target: Mapping[str, int], workers: int, *, 
     target, at budget 0 say, is left on the workers it was submitted with.)"""
     executors = dict(storm.executors) == dict(target)
     return executors and (not asked or storm.workers == workers)
+
+
+def pods_to_release(pods: Sequence[Pod], storm: StormTopologyState, surplus: int) -> list[str]:
+    """Up to ``surplus`` pods, by name, that a scale-down may remove without stopping a worker of the
+    topology: live pods none of whose hosts (IP, name) carries one of its executors. None while
+    Storm's assignment is not known (every pod would look free)."""
+    if not storm.assignment or surplus <= 0:
+        return []
+    busy = {e.host for e in storm.assignment}
+    free = [p.name for p in pods if not p.terminating and not busy.intersection(p.hosts)]
+    return sorted(free)[:surplus]
 
 
 def _progressing(reason: Reason, message: str, intent: PendingApply | None) -> Realized:
@@ -101,8 +119,9 @@ class StormRealizer:
         asked = bool(intent.rebalances)
         now_replicas = site.replicas
         missing: list[str] = []
+        shrinking = wanted < site.replicas
         try:
-            if site.replicas != wanted:
+            if site.replicas != wanted and not shrinking:
                 self.deployments.scale(site.namespace, site.deployment, wanted)
                 now_replicas = wanted
             if storm.status == "REBALANCING":
@@ -129,7 +148,43 @@ class StormRealizer:
         if missing:
             said = [f"the scheduler says: {storm.sched_status}"] if storm.sched_status else []
             return self._placement_pending(site, intent, [*said, *missing])
+        if shrinking:
+            try:
+                self._release(site, wanted)
+            except RefusedError as err:
+                return self._refused(site, str(err), now_replicas)
+            except UnavailableError as err:
+                return _degraded(Reason.APPLY_UNAVAILABLE, str(err), intent)
         return Realized(Progress.APPLIED, Reason.APPLIED, "", intent)
+
+    def _release(self, site: Site, wanted: int) -> None:
+        """Lower the replicas to ``wanted`` once Storm runs the target on the pods there are: the
+        pods none of whose hosts runs a worker of the topology (:func:`pods_to_release`) are marked
+        to be removed first, then the replicas set. Where Storm's assignment is not known nothing is
+        marked (the ReplicaSet chooses); where fewer pods are free than go, the rest are the
+        ReplicaSet's choice and Storm reschedules their workers (said in the log). A pod the
+        operator may not mark (RBAC without ``pods: patch``) leaves the choice to the ReplicaSet."""
+        where = f"{site.namespace}/{site.deployment}"
+        pods = self.deployments.pods(site.namespace, site.deployment)
+        surplus = site.replicas - wanted
+        chosen = pods_to_release(pods, site.storm, surplus)
+        if len(chosen) < surplus:
+            LOG.warning(
+                "[%s] %d of the %d pods to remove run workers of %s (or Storm's assignment is not known): "
+                "the ReplicaSet chooses them, and Storm reschedules their workers",
+                where,
+                surplus - len(chosen),
+                surplus,
+                site.topology,
+            )
+        if chosen:
+            try:
+                self.deployments.remove_first(site.namespace, chosen)
+            except RefusedError as err:
+                LOG.warning(
+                    "[%s] pods not marked to be removed first, the ReplicaSet chooses: %s", where, err
+                )
+        self.deployments.scale(site.namespace, site.deployment, wanted)
 
     def give_up(self, site: Site, reason: Reason, message: str) -> Realized:
         """The refused apply stays refused: no plan, no write but the scale back, no new Warning."""

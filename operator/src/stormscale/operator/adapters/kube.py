@@ -16,6 +16,11 @@ from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.storm.samples import Pod
 
 FIELD_MANAGER = "stormscale"
+#: The annotation a ReplicaSet ranks pods by when it scales down: lower goes first (Kubernetes'
+#: PodDeletionCost, beta and on by default since 1.22).
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+#: The cost given to pods the operator wants removed first (any value below the default 0 would do).
+REMOVE_FIRST_COST = "-100"
 GROUP, VERSION, PLURAL = "stormscale.io", "v1alpha1", "stormtopologies"
 #: (connect, read) seconds for every call to the API server. Without it a silent API server blocks a
 #: call for ever, under the resource's lock in Kopf's shared thread pool: a few such calls stall every
@@ -87,6 +92,7 @@ def pods_from(deployment: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) 
                 ip=(pod.get("status") or {}).get("podIP"),
                 container=container["name"],
                 cpu_limit_cores=millicores(str(cpu)) / 1000 if cpu else None,
+                terminating=bool(pod["metadata"].get("deletionTimestamp")),
             )
         )
     return sorted(out, key=lambda p: p.name)
@@ -162,6 +168,21 @@ class KubeDeployments:
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"scale Deployment {namespace}/{name} to {replicas}")
+
+    def pods(self, namespace: str, name: str) -> list[Pod]:
+        """The Deployment's worker pods (``pods: list`` with the Deployment's selector)."""
+        return KubePods(self._api).worker_pods(namespace, name)
+
+    def remove_first(self, namespace: str, pods: Sequence[str]) -> None:
+        """Give each pod the lowest :data:`DELETION_COST` the operator uses, so that the ReplicaSet
+        removes them first at the next scale-down (``pods: patch``)."""
+        core = client.CoreV1Api(self._api)
+        body = {"metadata": {"annotations": {DELETION_COST: REMOVE_FIRST_COST}}}
+        for pod in pods:
+            try:
+                core.patch_namespaced_pod(pod, namespace, body, _request_timeout=REQUEST_TIMEOUT_S)
+            except (ApiException, urllib3.exceptions.HTTPError) as err:
+                _raise(err, f"mark pod {namespace}/{pod} to be removed first")
 
 
 class KubeConfigMaps:

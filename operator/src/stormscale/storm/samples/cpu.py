@@ -65,6 +65,12 @@ class Pod:
     ip: str | None
     container: str  # the worker container, whose CPU and limit are read
     cpu_limit_cores: float | None  # the container's resources.limits.cpu, None if unset
+    terminating: bool = False  # deleted, still shutting down (``metadata.deletionTimestamp`` set)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts its Supervisor may announce to Nimbus: its IP, its name."""
+        return tuple(h for h in (self.ip, self.name) if h)
 
 
 @dataclass(frozen=True)
