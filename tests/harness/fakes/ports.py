@@ -33,6 +33,8 @@ class FakeCluster:
     replicas: int = 3
     cpu_limit_millicores: int | None = 500
     hpa: str | None = None
+    #: Other field managers owning ``spec.replicas`` (``Workers.replicas_owners``).
+    replicas_owners: tuple[str, ...] = ()
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail_scale: BaseException | None = None
     fail_read: Exception | None = None
@@ -42,7 +44,7 @@ class FakeCluster:
         self.calls.append(("read", name))
         if self.fail_read:
             raise self.fail_read
-        return Workers(self.replicas, self.cpu_limit_millicores, self.hpa)
+        return Workers(self.replicas, self.cpu_limit_millicores, self.hpa, self.replicas_owners)
 
     def scale(self, namespace: str, name: str, replicas: int) -> None:
         self.calls.append(("scale", replicas))
@@ -50,6 +52,7 @@ class FakeCluster:
         if self.fail_scale:
             raise self.fail_scale
         self.replicas = replicas
+        self.replicas_owners = ()  # a forced apply takes the field from every other manager
 
 
 @dataclass
