@@ -63,7 +63,8 @@ def replicas_owners(deployment: Mapping[str, Any]) -> tuple[str, ...]:
     ``Update`` (client-side apply, ``kubectl edit``/``patch``, and ``kubectl scale``: manager
     ``kubectl``, ``subresource: scale``). A manager loses the field when another one changes its value
     (or force-applies it): the operator's forced apply leaves it the only owner, so another owner here
-    has written the field since, or created the Deployment and the operator has not scaled it yet.
+    has written the field since (or re-applied the same value), or created the Deployment and the
+    operator has not scaled it yet; the decision tells them apart by the count.
     """
     owners = {
         str(entry["manager"])

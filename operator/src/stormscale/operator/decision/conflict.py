@@ -24,7 +24,7 @@ from stormscale.operator.status import DEGRADED, Reason, StormTopologyStatus
 _SCALED_BACK = (Reason.APPLY_REFUSED, Reason.REBALANCE_NOT_APPLIED)
 
 
-def counts_set(status: StormTopologyStatus, view: TopologyView, slots_per_pod: int) -> set[int]:
+def counts_written(status: StormTopologyStatus, view: TopologyView, slots_per_pod: int) -> set[int]:
     """Replica counts the operator may have written, by its status: the applied plan's pods, the
     pending intent's, and after a given-up apply the pods for what Storm runs. Empty: it has written
     none yet (the Deployment's count is still its creator's)."""
@@ -45,7 +45,7 @@ def replicas_conflict(view: TopologyView, status: StormTopologyStatus, policy: P
     owners = view.replicas_owners
     if not owners or policy.mode is Mode.RECOMMEND:
         return None
-    written = counts_set(status, view, policy.spec.workers.slots_per_pod)
+    written = counts_written(status, view, policy.spec.workers.slots_per_pod)
     if not written or view.replicas in written:
         return None
     named = ", ".join(f'"{owner}"' for owner in owners)
@@ -54,5 +54,5 @@ def replicas_conflict(view: TopologyView, status: StormTopologyStatus, policy: P
         f"field manager{'s' if len(owners) > 1 else ''} {named} own{'' if len(owners) > 1 else 's'} "
         f"spec.replicas of Deployment {policy.spec.workers.deployment}, now {view.replicas} (Stormscale "
         f"set {ours}); Stormscale does not fight another writer: leave replicas out of that manager's "
-        "manifests (Argo CD, Flux: ignore /spec/replicas); it resumes once the field is released"
+        "manifests (or have Argo CD ignore /spec/replicas); it resumes once the field is released"
     )
