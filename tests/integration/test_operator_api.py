@@ -325,6 +325,56 @@ def test_an_hpa_on_the_workers_blocks_the_operator(
     assert len(events(control_plane, namespace, "HPAConflict")) == 1
 
 
+def test_another_field_manager_setting_the_replicas_is_a_conflict_until_it_releases_them(
+    control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler, storm: FakeNimbus
+) -> None:
+    """A GitOps controller's self-heal (server-side apply, forced, as Argo CD and Flux do) sets the
+    workers' replicas back: the operator says so once instead of reverting it every pass, and takes
+    over again once the manager has left replicas out of its manifest."""
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    gitops = ("apply", "--server-side", "--force-conflicts", "--field-manager=argocd-like", "-f", "-")
+    with operator(namespace) as runner:
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace))
+        wait_for(
+            lambda: get(control_plane, namespace).get("status", {}).get("appliedBudget") == 2, 60, "apply"
+        )
+        control_plane.kubectl(*gitops, stdin=deployment(namespace, replicas=3))
+        wait_for(
+            lambda: condition(get(control_plane, namespace), "Degraded") == ("True", "ReplicasConflict"),
+            60,
+            "Degraded ReplicasConflict",
+        )
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace, cooldown="4m"))  # a pass at once
+        generation = get(control_plane, namespace)["metadata"]["generation"]
+        held = wait_for(
+            lambda: (
+                r
+                if (r := get(control_plane, namespace))["status"]["observedGeneration"] == generation
+                else None
+            ),
+            60,
+            "a pass of the new spec",
+        )
+        assert condition(held, "Degraded") == ("True", "ReplicasConflict")
+        assert replicas(control_plane, namespace) == 3
+        message = next(c["message"] for c in held["status"]["conditions"] if c["type"] == "Degraded")
+        assert message.startswith('field manager "argocd-like" owns spec.replicas')
+        released = json.loads(deployment(namespace))
+        del released["spec"]["replicas"]
+        control_plane.kubectl(*gitops, stdin=json.dumps(released))
+        resumed = wait_for(
+            lambda: (
+                r if condition(r := get(control_plane, namespace), "Ready") == ("True", "Applied") else None
+            ),
+            90,  # the next pass comes after the Degraded reason's delay (30 s)
+            "the operator takes over again",
+        )
+    assert runner.exception is None
+    assert condition(resumed, "Degraded") == ("False", "Healthy")
+    assert replicas(control_plane, namespace) == 6
+    assert len(events(control_plane, namespace, "ReplicasConflict")) == 1
+
+
 def test_printer_columns_show_mode_units_and_readiness(
     control_plane: ControlPlane, namespace: str, operator_env: FakeProfiler
 ) -> None:

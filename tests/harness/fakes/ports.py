@@ -34,6 +34,8 @@ class FakeCluster:
     replicas: int = 3
     cpu_limit_millicores: int | None = 500
     hpa: str | None = None
+    #: Other field managers owning ``spec.replicas`` (``Workers.replicas_owners``).
+    replicas_owners: tuple[str, ...] = ()
     calls: list[tuple[str, Any]] = field(default_factory=list)
     fail_scale: BaseException | None = None
     fail_read: Exception | None = None
@@ -43,7 +45,7 @@ class FakeCluster:
         self.calls.append(("read", name))
         if self.fail_read:
             raise self.fail_read
-        return Workers(self.replicas, self.cpu_limit_millicores, self.hpa)
+        return Workers(self.replicas, self.cpu_limit_millicores, self.hpa, self.replicas_owners)
 
     #: Pods marked to be removed first; with ``pod_names``, the pods as a ReplicaSet keeps them: a
     #: scale-down removes the marked ones first, then the first by name, a scale-up adds ``p<i>``.
@@ -60,6 +62,7 @@ class FakeCluster:
             self.pod_names = self.replica_set(self.pod_names, replicas)
             self.marked = [p for p in self.marked if p in self.pod_names]
         self.replicas = replicas
+        self.replicas_owners = ()  # a forced apply takes the field from every other manager
 
     def replica_set(self, pods: list[str], replicas: int) -> list[str]:
         """The pods a ReplicaSet keeps: removing the marked ones first, then the first by name (the

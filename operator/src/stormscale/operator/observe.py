@@ -80,6 +80,7 @@ def topology(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Seen
         replicas=workers.replicas,
         running=_running(st.status.placement, storm, policy),
         drift=placement_drift(st.status.placement, storm, policy),
+        replicas_owners=workers.replicas_owners,
     )
     return Seen(workers, storm, Observation(st.now, resource.generation, view, baseline=baseline))
 

@@ -65,6 +65,8 @@ class Workers:
     replicas: int
     cpu_limit_millicores: int | None
     hpa: str | None = None  # name of an HPA that targets the Deployment, if any
+    #: Field managers other than the operator's that own ``spec.replicas`` (by name, sorted).
+    replicas_owners: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ class Reason(StrEnum):
     KUBERNETES_UNAVAILABLE = "KubernetesUnavailable"
     KUBERNETES_REFUSED = "KubernetesRefused"
     HPA_CONFLICT = "HPAConflict"
+    #: Another field manager (a GitOps controller, a hand edit) owns the workers' ``spec.replicas``
+    #: and set a count the operator did not: no action until it lets go of the field.
+    REPLICAS_CONFLICT = "ReplicasConflict"
     NO_CPU_LIMIT = "NoCPULimit"
     TOPOLOGY_NOT_FOUND = "TopologyNotFound"
     NIMBUS_UNAVAILABLE = "NimbusUnavailable"
@@ -91,6 +94,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.INVALID_SPEC: None,
     Reason.KUBERNETES_UNAVAILABLE: RETRY_WAITING_S,
     Reason.HPA_CONFLICT: RETRY_WAITING_S,
+    Reason.REPLICAS_CONFLICT: RETRY_WAITING_S,
     Reason.TOPOLOGY_NOT_FOUND: RETRY_WAITING_S,
     Reason.NIMBUS_UNAVAILABLE: RETRY_WAITING_S,
     Reason.TOPOLOGY_NOT_ACTIVE: RETRY_WAITING_S,

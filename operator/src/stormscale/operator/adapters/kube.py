@@ -1,5 +1,5 @@
-"""Kubernetes adapters: the worker Deployment, HPAs that target it, its pods, the resource's status, and
-the fleet job's published profile (a ConfigMap)."""
+"""Kubernetes adapters: the worker Deployment (with the other writers of its replicas), HPAs that
+target it, its pods, the resource's status, and the fleet job's published profile (a ConfigMap)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,28 @@ def workers_from(deployment: Mapping[str, Any], hpas: list[Mapping[str, Any]]) -
         replicas=deployment["spec"].get("replicas", 1),
         cpu_limit_millicores=millicores(str(cpu)) if cpu else None,
         hpa=target,
+        replicas_owners=replicas_owners(deployment),
     )
+
+
+def replicas_owners(deployment: Mapping[str, Any]) -> tuple[str, ...]:
+    """Field managers other than the operator's (:data:`FIELD_MANAGER`) that own the Deployment's
+    ``spec.replicas`` (``f:spec.f:replicas`` in ``metadata.managedFields``), sorted.
+
+    By ``Apply`` (``kubectl apply --server-side``, Argo CD's and Flux's server-side apply) or by
+    ``Update`` (client-side apply, ``kubectl edit``/``patch``, and ``kubectl scale``: manager
+    ``kubectl``, ``subresource: scale``). A manager loses the field when another one changes its value
+    (or force-applies it): the operator's forced apply leaves it the only owner, so another owner here
+    has written the field since (or re-applied the same value), or created the Deployment and the
+    operator has not scaled it yet; the decision tells them apart by the count.
+    """
+    owners = {
+        str(entry["manager"])
+        for entry in deployment["metadata"].get("managedFields") or []
+        if entry.get("manager") != FIELD_MANAGER
+        and "f:replicas" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+    }
+    return tuple(sorted(owners))
 
 
 def label_selector(selector: Mapping[str, Any]) -> str:

@@ -5,10 +5,12 @@ changes nothing it is given: it returns a :class:`Decision`, the status with the
 (Auto's state, ``lastPlan``, ``sizing``, ``observed``) and what the pass is to do. When it needs a
 profile the observation lacks, it says which (:attr:`Act.MEASURE`); the pass measures and asks again.
 
-The order: a pending intent of another placement strategy is dropped; Auto without one chooses its
-budget (a profile needed); an intent for that budget is resumed; a budget that runs is stable (unless
-Storm lost its placement); a budget refused already for this spec stays refused; otherwise the budget is
-planned on the trusted profile (published or in-process), laid out, and recommended or applied.
+The order: a pending intent of another placement strategy is dropped; another field manager that set
+the workers' replicas stops everything (:mod:`~stormscale.operator.decision.conflict`); Auto without a
+pending intent chooses its budget (a profile needed); an intent for that budget is resumed; a budget
+that runs is stable (unless Storm lost its placement); a budget refused already for this spec stays
+refused; otherwise the budget is planned on the trusted profile (published or in-process), laid out,
+and recommended or applied.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from stormscale.operator.decision.auto import (
     congestion_need,
     sizing_need,
 )
+from stormscale.operator.decision.conflict import replicas_conflict
 from stormscale.operator.decision.observation import Need, Observation, ProfileFailure, PublishedRead
 from stormscale.operator.decision.placement import (
     LayoutError,
@@ -149,6 +152,9 @@ def decide(observation: Observation, policy: Policy, state: StormTopologyStatus)
     pending = status.pending
     if pending and _kind(pending.placement) != policy.placement:  # workers.placement changed meanwhile
         pending = status.pending = None
+    conflict = replicas_conflict(observation.topology, status, policy)
+    if conflict is not None:  # another writer set the replicas: reverting it would loop
+        return draft.degraded(Reason.REPLICAS_CONFLICT, conflict)
     auto = AutoTarget(policy.budget)
     measured: MeasuredProfile | None = None
     if policy.mode is Mode.AUTO and pending:  # finish what Auto started

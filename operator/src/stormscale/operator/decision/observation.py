@@ -35,6 +35,8 @@ class TopologyView:
     running: Running | str | None = None
     #: Why Storm no longer runs ``status.placement`` (``None``: it does, or there is none).
     drift: str | None = None
+    #: Field managers other than the operator's that own the Deployment's ``spec.replicas``.
+    replicas_owners: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
