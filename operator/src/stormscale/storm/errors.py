@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 MAX_MESSAGE = 300
 
 
@@ -33,3 +35,19 @@ class RequestRejectedError(NimbusError):
 
 class NotAuthorizedError(NimbusError):
     """Nimbus's authorizer refused the call (AuthorizationException)."""
+
+
+_USERINFO = re.compile(r"(?<=//)[^/?#\s]*@")
+
+
+def redact(endpoint: object) -> str:
+    """``endpoint`` (a URL, ``host:port``) with any userinfo (``user:password@``) replaced by ``***@``:
+    the one form in which an endpoint goes into a message, a condition, an event or a log.
+
+    Both ``scheme://user:pw@host`` and a bare ``user:pw@host:port`` are redacted (everything up to the
+    last ``@`` before the path)."""
+    text = str(endpoint)
+    if "//" in text:
+        return _USERINFO.sub("***@", text)
+    head, at, tail = text.rpartition("@")
+    return f"***@{tail}" if at and "/" not in head else text
