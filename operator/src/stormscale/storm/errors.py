@@ -18,7 +18,7 @@ class NimbusError(RuntimeError):
     """Any failure of a Nimbus call; ``str()`` is one line."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(one_line(message))
+        super().__init__(one_line(redact(message)))
 
 
 class NimbusUnavailableError(NimbusError):
@@ -37,17 +37,13 @@ class NotAuthorizedError(NimbusError):
     """Nimbus's authorizer refused the call (AuthorizationException)."""
 
 
-_USERINFO = re.compile(r"(?<=//)[^/?#\s]*@")
+#: Userinfo: after ``//``, or at the start of a word (a bare ``user:pw@host:port``, also inside quotes
+#: or brackets of a socket error), everything up to the host's ``@``.
+_USERINFO = re.compile(r"""(?:(?<=//)|(?<![^\s('"\[]))[^\s/?#'"()\[\]]*@""")
 
 
-def redact(endpoint: object) -> str:
-    """``endpoint`` (a URL, ``host:port``) with any userinfo (``user:password@``) replaced by ``***@``:
-    the one form in which an endpoint goes into a message, a condition, an event or a log.
-
-    Both ``scheme://user:pw@host`` and a bare ``user:pw@host:port`` are redacted (everything up to the
-    last ``@`` before the path)."""
-    text = str(endpoint)
-    if "//" in text:
-        return _USERINFO.sub("***@", text)
-    head, at, tail = text.rpartition("@")
-    return f"***@{tail}" if at and "/" not in head else text
+def redact(text: object) -> str:
+    """``text`` (a URL, ``host:port``, or a message holding them) with every userinfo
+    (``user:password@``) replaced by ``***@``: the one form in which an endpoint goes into a message,
+    a condition, an event or a log."""
+    return _USERINFO.sub("***@", str(text))

@@ -46,7 +46,11 @@ MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, Arithm
 
 
 class PrometheusError(RuntimeError):
-    """Prometheus refused the query (a 4xx such as 400 bad query, 401, 403): retrying will not help."""
+    """Prometheus refused the query (a 4xx such as 400 bad query, 401, 403): retrying will not help.
+    Userinfo of the URL in the message is redacted (:func:`~stormscale.storm.errors.redact`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 class PrometheusUnavailableError(PrometheusError):
