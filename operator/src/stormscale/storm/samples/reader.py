@@ -131,10 +131,11 @@ a query of the sized topology answers in well under a second; 30 s leaves room f
 Environment: :data:`TIMEOUT_ENV`."""
 
 MAX_BYTES_ENV = "STORMSCALE_PROMETHEUS_MAX_BYTES"
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-"""The largest answer body read: the sized topology's biggest query is 8,000 series × 361 points of
-about 25 bytes (``[1700000000,"12.5"],``) ≈ 72 MB at worst, 20 MB at the usual one series per executor;
-a body is parsed into about three times its size (a 500 MB body reached 1.58 GB). Environment:
+DEFAULT_MAX_BYTES = 96 * 1024 * 1024
+"""The largest answer body read: the sized topology's biggest query is ``SIZED_EXECUTORS ×
+SIZED_SERIES_PER_EXECUTOR`` = 8,000 series × 361 points of at most about 30 bytes
+(``[1700000000,"123456.789"],``) ≈ 87 MB, 96 MiB with room. A body is parsed into about three times
+its size (a 500 MB body reached 1.58 GB RSS): the cap bounds one call near 300 MB. Environment:
 :data:`MAX_BYTES_ENV`."""
 
 MAX_SERIES_ENV = "STORMSCALE_PROMETHEUS_MAX_SERIES"
