@@ -355,7 +355,7 @@ def test_events_and_their_log_lines_never_carry_userinfo(
     with caplog.at_level("INFO", logger="stormscale.operator"):
         handlers.KopfEvents(body).warning(
             "MetricsRefused", f"Prometheus http://admin:{SECRET}@prom answered 401"
-        )  # type: ignore[arg-type]
+        )
     assert posted == ["Prometheus http://***@prom answered 401"]
     assert SECRET not in caplog.text
 
