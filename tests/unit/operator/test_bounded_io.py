@@ -389,3 +389,9 @@ def test_the_largest_sized_topology_fits_the_default_caps() -> None:
     assert limits.max_points >= SIZED_POINTS
     point = len(b'[1700000000.000,"123456.789"],')
     assert series * SIZED_POINTS * point < limits.max_bytes
+
+
+def test_a_url_the_client_cannot_use_is_refused_not_a_crash() -> None:
+    with pytest.raises(PrometheusError, match="unusable URL") as raised:
+        SampleReader(f"http://admin:{SECRET}@prom:notaport", retries=0).newest("t")
+    assert SECRET not in str(raised.value)

@@ -259,6 +259,9 @@ class SampleReader:
         except (OSError, HTTPException) as err:
             message = f"Prometheus {self.where}: {type(err).__name__}: {err}"
             raise PrometheusUnavailableError(one_line(redact(message))) from None
+        except ValueError as err:  # a URL http.client cannot use (a port that is not a number, …)
+            message = f"Prometheus {self.where}: unusable URL: {type(err).__name__}: {err}"
+            raise PrometheusError(one_line(redact(message))) from None
         if answer.status != 200:
             kind = PrometheusUnavailableError if answer.status in RETRYABLE_STATUS else PrometheusError
             raise kind(f"Prometheus {self.where} answered {answer.status} to {promql!r}")
