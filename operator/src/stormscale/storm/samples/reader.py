@@ -1,9 +1,11 @@
 """The sample reader: Prometheus range queries over the exporter's series → tidy samples
 (:mod:`stormscale.samples`, docs/formats/samples.md).
 
-Errors are this package's own two kinds: :class:`PrometheusUnavailableError` (down, timing out, a 5xx
-or 429, a malformed answer: try again later) and :class:`PrometheusError` (Prometheus refused the
-query: retrying will not help). Callers map them to their own.
+Errors are this package's own two kinds: :class:`PrometheusUnavailableError` (down, past the call's
+deadline, a 5xx or 429, a malformed answer: try again later) and :class:`PrometheusError` (Prometheus
+refused the query: retrying will not help), of which :class:`PrometheusTooLargeError` is an answer over
+one of :class:`Limits`' caps. Callers map them to their own. Every call is bounded in time and bytes
+(:mod:`~stormscale.storm.samples.fetch`), every answer in series and points.
 """
 
 from __future__ import annotations
