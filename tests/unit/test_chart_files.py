@@ -117,3 +117,22 @@ def test_a_bad_peering_lifetime_is_one_line_naming_the_variable(text: str, says:
 
     with pytest.raises(ValueError, match=f"STORMSCALE_PEERING_LIFETIME_SECONDS.*{says}"):
         handlers.set_peering(kopf.OperatorSettings(), "pod", text)
+
+
+def test_the_bounds_reach_the_operator_as_the_variables_it_reads() -> None:
+    """Each ``bounds`` value is passed as the environment variable the reader and the Nimbus client
+    read, as a plain number (a large one is not rendered in exponent form)."""
+    from stormscale.storm.samples import reader
+    from stormscale.storm.wire import DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_ENV
+
+    env = {
+        e["name"]: e.get("value")
+        for e in operator_container(render("bounds.prometheusMaxBytes=1073741824"))["env"]
+    }
+    assert env[reader.MAX_BYTES_ENV] == "1073741824"
+    assert env[reader.TIMEOUT_ENV] == "30"
+    assert env[reader.MAX_SERIES_ENV] == str(reader.DEFAULT_MAX_SERIES)
+    assert env[reader.MAX_POINTS_ENV] == str(reader.DEFAULT_MAX_POINTS)
+    assert env[MAX_ELEMENTS_ENV] == str(DEFAULT_MAX_ELEMENTS)
+    defaults = {e["name"]: e.get("value") for e in operator_container(render())["env"]}
+    assert int(defaults[reader.MAX_BYTES_ENV]) == reader.DEFAULT_MAX_BYTES

@@ -40,7 +40,7 @@ from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
-from stormscale.storm.errors import one_line
+from stormscale.storm.errors import one_line, redact
 from stormscale.storm.model import Endpoint
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
@@ -68,17 +68,20 @@ PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
 
 class KopfEvents:
     """``Events`` posted through Kopf on the resource (Kubernetes Events), each also logged, so the
-    operator's log tells what it decided without ``kubectl get events``."""
+    operator's log tells what it decided without ``kubectl get events``; userinfo of any endpoint in
+    a message is redacted (:func:`~stormscale.storm.errors.redact`) in both."""
 
     def __init__(self, body: kopf.Body) -> None:
         self._body = body
         self._where = f"[{body.metadata.namespace}/{body.metadata.name}]"
 
     def normal(self, reason: str, message: str) -> None:
+        message = redact(message)
         LOG.info("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Normal", reason=reason, message=message)
 
     def warning(self, reason: str, message: str) -> None:
+        message = redact(message)
         LOG.warning("%s %s: %s", self._where, reason, message)
         kopf.event(self._body, type="Warning", reason=reason, message=message)
 

@@ -22,6 +22,7 @@ from stormscale.operator.ports import (
     Site,
     StaleMetricsError,
     StormTopologyState,
+    TooLargeError,
     UnavailableError,
     UnknownDemandError,
     Workers,
@@ -200,6 +201,8 @@ def _profile(policy: Policy, ports: Ports) -> MeasuredProfile | ProfileFailure:
         return ProfileFailure(Reason.STALE_METRICS, str(err))
     except UnavailableError as err:
         return ProfileFailure(Reason.METRICS_UNAVAILABLE, str(err))
+    except TooLargeError as err:
+        return ProfileFailure(Reason.METRICS_TOO_LARGE, str(err))
     except RefusedError as err:
         return ProfileFailure(Reason.METRICS_REFUSED, str(err))
 

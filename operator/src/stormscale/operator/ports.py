@@ -39,6 +39,13 @@ class GoneError(RefusedError):
     """The object asked for does not exist (a 404): for the StormTopology itself, deleted meanwhile."""
 
 
+class TooLargeError(RefusedError):
+    """An answer over one of the operator's caps (a Prometheus answer's bytes, series or points per
+    series); the message names the cap and its environment variable. Reconcile reports it as
+    ``MetricsTooLarge``: the same query gives the same answer until the topology, the window or the
+    cap changes."""
+
+
 class StaleMetricsError(UnavailableError):
     """The newest samples are older than the spec's ``metrics.maxAge``, or too few."""
 

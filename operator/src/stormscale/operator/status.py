@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from stormscale.storm.errors import redact
+
 READY = "Ready"
 PROGRESSING = "Progressing"
 DEGRADED = "Degraded"
@@ -45,6 +47,8 @@ class Reason(StrEnum):
     STALE_METRICS = "StaleMetrics"
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     METRICS_REFUSED = "MetricsRefused"
+    #: A Prometheus answer over the reader's byte, series or points-per-series cap (named in the message).
+    METRICS_TOO_LARGE = "MetricsTooLarge"
     DEMAND_UNKNOWN = "DemandUnknown"
     INVALID_PROFILE = "InvalidProfile"
     PLANNING_FAILED = "PlanningFailed"
@@ -106,6 +110,7 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.PLACEMENT_NOT_APPLIED: RETRY_WAITING_S,
     Reason.REBALANCE_STALLED: RETRY_WAITING_S,
     Reason.METRICS_REFUSED: 5 * RETRY_WAITING_S,
+    Reason.METRICS_TOO_LARGE: 5 * RETRY_WAITING_S,
     Reason.KUBERNETES_REFUSED: 5 * RETRY_WAITING_S,
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
     Reason.INVALID_STATUS: 5 * RETRY_WAITING_S,
@@ -332,7 +337,7 @@ class StormTopologyStatus(_Status):
             type=kind,
             status=value,
             reason=reason.value,
-            message=message[:MAX_MESSAGE],
+            message=redact(message)[:MAX_MESSAGE],
             last_transition_time=since,
             observed_generation=generation,
         )

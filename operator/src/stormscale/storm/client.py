@@ -43,7 +43,7 @@ from stormscale.storm.model import (
 )
 from stormscale.storm.placement import override_problems
 from stormscale.storm.stats import check_rebalance, rebalance_tasks
-from stormscale.storm.wire import check_reply_frame
+from stormscale.storm.wire import check_reply_frame, max_elements_from_env
 
 #: The deadline of one whole call (connect, send, every read of the answer), not of each socket read.
 DEFAULT_TIMEOUT_S = 10.0
@@ -107,7 +107,18 @@ class DeadlineSocket(_TSocket):  # type: ignore[misc]  # an untyped base
 
 class BoundedFramedTransport(_TFramedTransport):  # type: ignore[misc]  # an untyped base
     """Thrift's framed transport, refusing frames over :data:`MAX_FRAME_BYTES` before reading them,
-    and frames whose structure would keep the decoder busy (:func:`wire.check_reply_frame`)."""
+    and frames whose structure would keep the decoder busy or hold more than ``max_elements`` values
+    (:func:`wire.check_reply_frame`); the socket's deadline is checked while the frame is walked and
+    on every read the decoder makes of it (through the buffered transport: every 4 KiB)."""
+
+    def __init__(self, trans: DeadlineSocket, max_elements: int) -> None:
+        super().__init__(trans)
+        self.max_elements = max_elements
+
+    def read(self, sz: int) -> bytes:
+        self._trans._left()  # the call's deadline, also while an answer already read is decoded
+        data: bytes = super().read(sz)
+        return data
 
     def read_frame(self) -> None:
         (size,) = struct.unpack("!i", self._read_exactly(4))
@@ -116,7 +127,7 @@ class BoundedFramedTransport(_TFramedTransport):  # type: ignore[misc]  # an unt
                 f"answer frame of {size:,} bytes is over the {MAX_FRAME_BYTES:,}-byte limit"
             )
         payload = self._read_exactly(size)
-        check_reply_frame(payload)
+        check_reply_frame(payload, self.max_elements, self._trans.deadline)
         self._rbuf = io.BytesIO(payload)
 
     def _read_exactly(self, size: int) -> bytes:
@@ -149,18 +160,26 @@ def translate(err: BaseException, where: str) -> NimbusError:
 class NimbusClient:
     """Calls to the Nimbus daemons at ``seeds`` (as Storm's ``nimbus.seeds``)."""
 
-    def __init__(self, seeds: Sequence[Endpoint] | Endpoint, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        seeds: Sequence[Endpoint] | Endpoint,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_elements: int | None = None,
+    ) -> None:
+        """``max_elements``: the most values one answer may hold (else the environment's
+        ``STORMSCALE_NIMBUS_MAX_ELEMENTS``, else :data:`wire.DEFAULT_MAX_ELEMENTS`)."""
         self.seeds = (seeds,) if isinstance(seeds, Endpoint) else tuple(seeds)
         if not self.seeds:
             raise ValueError("at least one Nimbus seed is needed")
         self.timeout_s = timeout_s
+        self.max_elements = max_elements if max_elements is not None else max_elements_from_env()
 
     @contextmanager
     def _connection(self, endpoint: Endpoint) -> Iterator[Any]:
         """A client for one call: framed binary protocol, a deadline ``timeout_s`` from now, bounded
         frames. The pure-Python transport and protocol: the Cython ones read frames beyond our reach."""
         sock = DeadlineSocket(endpoint.host, endpoint.port, time.monotonic() + self.timeout_s)
-        transport = _TBufferedTransport(BoundedFramedTransport(sock))
+        transport = _TBufferedTransport(BoundedFramedTransport(sock, self.max_elements))
         transport.open()
         client = TClient(NIMBUS.Nimbus, _TBinaryProtocol(transport))
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 MAX_MESSAGE = 300
 
 
@@ -16,7 +18,7 @@ class NimbusError(RuntimeError):
     """Any failure of a Nimbus call; ``str()`` is one line."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(one_line(message))
+        super().__init__(one_line(redact(message)))
 
 
 class NimbusUnavailableError(NimbusError):
@@ -33,3 +35,15 @@ class RequestRejectedError(NimbusError):
 
 class NotAuthorizedError(NimbusError):
     """Nimbus's authorizer refused the call (AuthorizationException)."""
+
+
+#: Userinfo: after ``//``, or at the start of a word (a bare ``user:pw@host:port``, also inside quotes
+#: or brackets of a socket error), everything up to the host's ``@``.
+_USERINFO = re.compile(r"""(?:(?<=//)|(?<![^\s('"\[]))[^\s/?#'"()\[\]]*@""")
+
+
+def redact(text: object) -> str:
+    """``text`` (a URL, ``host:port``, or a message holding them) with every userinfo
+    (``user:password@``) replaced by ``***@``: the one form in which an endpoint goes into a message,
+    a condition, an event or a log."""
+    return _USERINFO.sub("***@", str(text))

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from stormscale.storm.errors import redact
+
 ALL_TIME = ":all-time"
 TEN_MINUTES = "600"
 SYSTEM_PREFIX = "__"
@@ -37,7 +39,12 @@ class Endpoint:
         return cls(host, int(port))
 
     def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
+        """``host:port``, any userinfo in the host (``user:password@``) redacted: how every message
+        names a Nimbus."""
+        return redact(f"{self.host}:{self.port}")
+
+    def __repr__(self) -> str:
+        return f"Endpoint({redact(self.host)!r}, {self.port})"
 
 
 @dataclass(frozen=True)

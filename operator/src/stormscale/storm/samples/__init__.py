@@ -4,7 +4,9 @@ in the operator's profiler and as ``stormscale-samples`` (Prometheus → Parquet
 from stormscale.storm.samples.cpu import CpuRows, Pod, PodCpu, cpu_samples, pod_busy
 from stormscale.storm.samples.reader import (
     MAX_POINTS,
+    Limits,
     PrometheusError,
+    PrometheusTooLargeError,
     PrometheusUnavailableError,
     SampleReader,
     Window,
@@ -13,9 +15,11 @@ from stormscale.storm.samples.reader import (
 __all__ = [
     "MAX_POINTS",
     "CpuRows",
+    "Limits",
     "Pod",
     "PodCpu",
     "PrometheusError",
+    "PrometheusTooLargeError",
     "PrometheusUnavailableError",
     "SampleReader",
     "Window",

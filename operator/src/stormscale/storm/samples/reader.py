@@ -1,27 +1,24 @@
 """The sample reader: Prometheus range queries over the exporter's series → tidy samples
 (:mod:`stormscale.samples`, docs/formats/samples.md).
 
-Errors are this package's own two kinds: :class:`PrometheusUnavailableError` (down, timing out, a 5xx
-or 429, a malformed answer: try again later) and :class:`PrometheusError` (Prometheus refused the
-query: retrying will not help). Callers map them to their own.
+Errors are this package's own two kinds: :class:`PrometheusUnavailableError` (down, past the call's
+deadline, a 5xx or 429, a malformed answer: try again later) and :class:`PrometheusError` (Prometheus
+refused the query: retrying will not help), of which :class:`PrometheusTooLargeError` is an answer over
+one of :class:`Limits`' caps. Callers map them to their own. Every call is bounded in time and bytes
+(:mod:`~stormscale.storm.samples.fetch`), every answer in series and points.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from http.client import HTTPException
 from typing import Any, TypeVar
 
-import requests
-from prometheus_api_client import PrometheusConnect
-from prometheus_api_client.exceptions import PrometheusApiClientException
-from urllib3.util.retry import Retry
-
 from stormscale.samples import KEY, Sample
-from stormscale.storm.errors import one_line
+from stormscale.storm.errors import one_line, redact
 from stormscale.storm.exporter import names as n
 from stormscale.storm.samples.cpu import Pod, PodCpu
 from stormscale.storm.samples.demand import (
@@ -33,21 +30,29 @@ from stormscale.storm.samples.demand import (
     slope_per_s,
     summed_points,
 )
+from stormscale.storm.samples.fetch import (
+    RETRYABLE_STATUS,
+    AnswerTooLargeError,
+    Call,
+    DeadlineExceededError,
+    env_number,
+)
 from stormscale.storm.samples.queries import QUERIES, SeriesQuery, cpu_limit_query, cpu_usage_query, escape
 
 T = TypeVar("T")
 
 MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
-_STATUS = re.compile(r"HTTP Status Code (\d{3})")
 #: What parsing an answer raises when a 200 is not Prometheus's JSON (a field missing or of another
 #: shape, labels that are not an object, a timestamp of 1e400 or NaN).
-MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError)
-#: Answers that mean "not now" rather than "never": overload, rate limits, gateways, restarts.
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError)
 
 
 class PrometheusError(RuntimeError):
-    """Prometheus refused the query (a 4xx such as 400 bad query, 401, 403): retrying will not help."""
+    """Prometheus refused the query (a 4xx such as 400 bad query, 401, 403): retrying will not help.
+    Userinfo of the URL in the message is redacted (:func:`~stormscale.storm.errors.redact`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 class PrometheusUnavailableError(PrometheusError):
@@ -113,70 +118,161 @@ def check_unique(rows: Sequence[Sample]) -> None:
         seen.add(row.key)
 
 
-def status_code(err: PrometheusApiClientException) -> int | None:
-    """The HTTP status the client put into its message (``HTTP Status Code 503 (...)``), if any."""
-    match = _STATUS.search(str(err))
-    return int(match.group(1)) if match else None
-
-
 #: Environment variable: a PEM CA bundle for https Prometheus URLs (operator-wide, never from the spec).
 CA_FILE_ENV = "STORMSCALE_PROMETHEUS_CA_FILE"
+
+#: The largest topology the defaults below are sized for: 500 components, 4,000 executors, each
+#: executor's series split over up to 2 streams or sources, read over a 1 h window at a 10 s step
+#: (361 points per series).
+SIZED_EXECUTORS, SIZED_SERIES_PER_EXECUTOR, SIZED_POINTS = 4_000, 2, 361
+
+TIMEOUT_ENV = "STORMSCALE_PROMETHEUS_TIMEOUT_SECONDS"
+DEFAULT_TIMEOUT_S = 30.0
+"""The deadline of one whole Prometheus call (connect, send, every read, the waits between retries):
+a query of the sized topology answers in well under a second; 30 s leaves room for a busy Prometheus.
+Environment: :data:`TIMEOUT_ENV`."""
+
+MAX_BYTES_ENV = "STORMSCALE_PROMETHEUS_MAX_BYTES"
+DEFAULT_MAX_BYTES = 96 * 1024 * 1024
+"""The largest answer body read: the sized topology's biggest query is ``SIZED_EXECUTORS ×
+SIZED_SERIES_PER_EXECUTOR`` = 8,000 series × 361 points of at most about 30 bytes
+(``[1700000000,"123456.789"],``) ≈ 87 MB, 96 MiB with room. A body is parsed into about three times
+its size (a 500 MB body reached 1.58 GB RSS): the cap bounds one call near 300 MB. Environment:
+:data:`MAX_BYTES_ENV`."""
+
+MAX_SERIES_ENV = "STORMSCALE_PROMETHEUS_MAX_SERIES"
+DEFAULT_MAX_SERIES = 10_000
+"""The most series one answer may hold: the sized topology's ``SIZED_EXECUTORS ×
+SIZED_SERIES_PER_EXECUTOR`` = 8,000 with a quarter's room (100,000 series took 1.27 GB and 69 s).
+Environment: :data:`MAX_SERIES_ENV`."""
+
+MAX_POINTS_ENV = "STORMSCALE_PROMETHEUS_MAX_POINTS"
+DEFAULT_MAX_POINTS = MAX_POINTS
+"""The most points one series may hold: Prometheus's own limit for a range query (:data:`MAX_POINTS`),
+so more means the answer is not Prometheus's. Environment: :data:`MAX_POINTS_ENV`."""
+
+
+class PrometheusTooLargeError(PrometheusError):
+    """An answer over one of the reader's caps (:class:`Limits`); ``cap`` names its environment
+    variable. Not retried within the pass: the same query would give the same answer."""
+
+    def __init__(self, message: str, cap: str) -> None:
+        super().__init__(message)
+        self.cap = cap
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one Prometheus answer may cost: bytes, series, points per series."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    max_series: int = DEFAULT_MAX_SERIES
+    max_points: int = DEFAULT_MAX_POINTS
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """The defaults, each replaced by its environment variable where that is a number >= 1."""
+        return cls(
+            int(env_number(MAX_BYTES_ENV, DEFAULT_MAX_BYTES, 1)),
+            int(env_number(MAX_SERIES_ENV, DEFAULT_MAX_SERIES, 1)),
+            int(env_number(MAX_POINTS_ENV, DEFAULT_MAX_POINTS, 1)),
+        )
+
+
+def parse(body: bytes) -> Any:
+    """An answer's ``data.result`` (a shape that is not Prometheus's raises one of :data:`MALFORMED`)."""
+    return json.loads(body)["data"]["result"]
+
+
+def check_result(result: Any, limits: Limits) -> list[Mapping[str, Any]]:
+    """``result`` (an answer's ``data.result``) if it is a list within ``limits``' series and points
+    per series; :class:`PrometheusTooLargeError` naming the cap otherwise (a shape that is not
+    Prometheus's raises one of :data:`MALFORMED`)."""
+    if not isinstance(result, list):
+        raise TypeError(f"result is a {type(result).__name__}, not a list")
+    if len(result) > limits.max_series:
+        raise PrometheusTooLargeError(
+            f"{len(result):,} series, over the {limits.max_series:,}-series cap ({MAX_SERIES_ENV})",
+            MAX_SERIES_ENV,
+        )
+    for series in result:
+        values = series.get("values", ())
+        if len(values) > limits.max_points:
+            raise PrometheusTooLargeError(
+                f"a series of {len(values):,} points, over the {limits.max_points:,}-point cap "
+                f"({MAX_POINTS_ENV})",
+                MAX_POINTS_ENV,
+            )
+    return result
 
 
 class SampleReader:
     """Reads every schema metric of one topology from Prometheus."""
 
     def __init__(
-        self, url: str, timeout_s: float = 30.0, retries: int = 2, ca_file: str | None = None
+        self,
+        url: str,
+        timeout_s: float | None = None,
+        retries: int = 2,
+        ca_file: str | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        """``retries``: how often an answer in :data:`RETRYABLE_STATUS` is asked again (with backoff)
-        before the reader gives up with :class:`PrometheusUnavailableError`. A connection that fails or
-        times out is not asked again: the caller's next pass asks (three ``timeout_s`` attempts held the
-        operator's pass, and its thread of Kopf's pool, 91 s on a Prometheus that never answered).
+        """``timeout_s`` (else :data:`TIMEOUT_ENV`, else :data:`DEFAULT_TIMEOUT_S`) is the deadline of
+        each whole call, retries included. ``retries``: how often an answer in :data:`RETRYABLE_STATUS`
+        is asked again (after its ``Retry-After`` or a backoff, only while that wait ends before the
+        deadline) before the reader gives up with :class:`PrometheusUnavailableError`. A connection
+        that fails or times out is not asked again: the caller's next pass asks (three attempts held
+        the operator's pass, and its thread of Kopf's pool, 91 s on a Prometheus that never answered).
+        ``limits`` (else :meth:`Limits.from_env`) caps each answer.
 
         TLS certificates are verified (the URL comes from a StormTopology's spec: an unverified https
         Prometheus could be anyone). ``ca_file``, else :data:`CA_FILE_ENV`, names a PEM bundle to trust
-        instead of the system's store.
+        instead of the system's store. Userinfo in ``url`` is sent as basic auth and never shown
+        (:func:`~stormscale.storm.errors.redact`).
         """
         self.url = url
-        retry = Retry(
-            total=retries,
-            connect=0,
-            read=0,
-            backoff_factor=0.5,
-            status_forcelist=sorted(RETRYABLE_STATUS),
-            raise_on_status=False,  # the last answer's status then names the problem
-        )
-        self.prometheus = PrometheusConnect(url=url, disable_ssl=False, timeout=timeout_s, retry=retry)
+        self.where = redact(url)
+        self.limits = limits if limits is not None else Limits.from_env()
+        deadline_s = timeout_s if timeout_s is not None else env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, 0.1)
         ca = ca_file if ca_file is not None else os.environ.get(CA_FILE_ENV)
-        if ca:  # requests takes a bundle's path as `verify`; the client has no argument for it
-            self.prometheus._session.verify = ca
+        self.call = Call(url, deadline_s, retries, self.limits.max_bytes, MAX_BYTES_ENV, ca or None)
 
     def _call(self, promql: str, call: Callable[[], T]) -> T:
-        """Run one query; every failure becomes one of this module's two errors, with one line."""
+        """Run one step of a query; a malformed answer becomes :class:`PrometheusUnavailableError`."""
         try:
             return call()
-        except requests.RequestException as err:
-            raise PrometheusUnavailableError(
-                one_line(f"Prometheus {self.url}: {type(err).__name__}: {err}")
-            ) from None
-        except PrometheusApiClientException as err:
-            code = status_code(err)
-            kind = PrometheusUnavailableError if code is None or code in RETRYABLE_STATUS else PrometheusError
-            raise kind(f"Prometheus {self.url} answered {code or '?'} to {promql!r}") from None
         except MALFORMED as err:  # a 200 that is not Prometheus's JSON
-            message = f"Prometheus {self.url}: malformed answer to {promql!r} ({type(err).__name__}: {err})"
-            raise PrometheusUnavailableError(one_line(message)) from None
+            message = f"Prometheus {self.where}: malformed answer to {promql!r} ({type(err).__name__}: {err})"
+            raise PrometheusUnavailableError(one_line(redact(message))) from None
+
+    def _get(self, path: str, params: Mapping[str, str]) -> Any:
+        """``data.result`` of the answer to ``path``; every failure becomes one of this module's errors,
+        with one line (the URL's userinfo redacted)."""
+        promql = params["query"]
+        try:
+            answer = self.call.get(path, params)
+        except DeadlineExceededError as err:
+            within = f"within {self.call.deadline_s:g}s"
+            message = f"Prometheus {self.where}: no answer to {promql!r} {within}: {err}"
+            raise PrometheusUnavailableError(one_line(redact(message))) from None
+        except AnswerTooLargeError as err:
+            message = f"Prometheus {self.where}: answer to {promql!r} refused: {err} ({err.cap})"
+            raise PrometheusTooLargeError(one_line(redact(message)), err.cap) from None
+        except (OSError, HTTPException) as err:
+            message = f"Prometheus {self.where}: {type(err).__name__}: {err}"
+            raise PrometheusUnavailableError(one_line(redact(message))) from None
+        except ValueError as err:  # a URL http.client cannot use (a port that is not a number, …)
+            message = f"Prometheus {self.where}: unusable URL: {type(err).__name__}: {err}"
+            raise PrometheusError(one_line(redact(message))) from None
+        if answer.status != 200:
+            kind = PrometheusUnavailableError if answer.status in RETRYABLE_STATUS else PrometheusError
+            raise kind(f"Prometheus {self.where} answered {answer.status} to {promql!r}")
+        return self._call(promql, lambda: check_result(parse(answer.body), self.limits))
 
     def _range(self, promql: str, window: Window) -> list[Mapping[str, Any]]:
-        start = datetime.fromtimestamp(window.start, UTC)
-        end = datetime.fromtimestamp(window.end, UTC)
-        result: list[Mapping[str, Any]] = self._call(
-            promql,
-            lambda: self.prometheus.custom_query_range(
-                promql, start_time=start, end_time=end, step=str(window.step_s)
-            ),
-        )
+        bounds = {"start": str(window.start), "end": str(window.end), "step": str(window.step_s)}
+        params = {"query": promql, **bounds}
+        result: list[Mapping[str, Any]] = self._get("/api/v1/query_range", params)
         return result
 
     def newest(self, topology: str) -> float | None:
@@ -184,7 +280,7 @@ class SampleReader:
         Prometheus's lookback). Range queries repeat a series' last value for up to five minutes, so
         freshness is read from the samples' own timestamps."""
         promql = f'max(timestamp({n.EXECUTED}{{topology="{escape(topology)}"}}))'
-        result: list[Mapping[str, Any]] = self._call(promql, lambda: self.prometheus.custom_query(promql))
+        result: list[Mapping[str, Any]] = self._get("/api/v1/query", {"query": promql})
         return self._call(promql, lambda: float(result[0]["value"][1]) if result else None)
 
     def pod_cpu(self, namespace: str, pods: Sequence[Pod], window: Window) -> dict[str, PodCpu]:
