@@ -41,7 +41,14 @@ def policy(mode: str = "Manual", **metrics: Any) -> Policy:
     )
 
 
-def seen(executors: dict[str, int] | None = None, replicas: int = 4, **fields: Any) -> Observation:
+def seen(
+    executors: dict[str, int] | None = None,
+    replicas: int = 4,
+    owners: tuple[str, ...] = (),
+    **fields: Any,
+) -> Observation:
+    """The topology running ``executors`` (the baseline) on ``replicas`` pods whose ``spec.replicas``
+    other field managers (``owners``) own too."""
     running = executors or BASELINE
     view = TopologyView(
         state="ACTIVE",
@@ -50,6 +57,7 @@ def seen(executors: dict[str, int] | None = None, replicas: int = 4, **fields: A
         tasks=dict.fromkeys(running, 8),
         system_executors={},
         replicas=replicas,
+        replicas_owners=owners,
     )
     return Observation(NOW, 1, view, baseline=BASELINE, **fields)
 

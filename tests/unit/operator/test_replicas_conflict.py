@@ -3,22 +3,23 @@ reads the owners from ``managedFields``, and a pass warns once and resumes when 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from stormscale.operator.adapters.kube import FIELD_MANAGER, replicas_owners
-from stormscale.operator.decision import Act, Observation, TopologyView, decide
+from stormscale.operator.decision import Act, Observation, decide
 from stormscale.operator.policy import Policy, parse_spec
 from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import PendingApply, Reason, StormTopologyStatus
 from stormscale.planner import load_profile
 from tests.harness.fakes.ports import FakeCluster, FakeNimbus, FakeProfiler, World
 
+from .test_decision import BASELINE, NOW
+from .test_decision import seen as decision_seen
+
 PROFILES = Path(__file__).parents[3] / "examples" / "profiles"
 LINEAR = load_profile(PROFILES / "thesis-linear.json")  # 1 → 2 → 3 → 4, one unit each
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-BASELINE = {"1": 1, "2": 1, "3": 1, "4": 1}
 APPLIED = {"1": 1, "2": 2, "3": 2, "4": 1}  # budget 2: 6 units, 6 pods of one slot
 GITOPS = ("argocd-like",)
 
@@ -36,17 +37,7 @@ def policy(mode: str = "Manual") -> Policy:
 
 
 def seen(replicas: int, owners: tuple[str, ...] = (), executors: dict[str, int] | None = None) -> Observation:
-    running = executors or APPLIED
-    view = TopologyView(
-        state="ACTIVE",
-        active=True,
-        executors=running,
-        tasks=dict.fromkeys(running, 8),
-        system_executors={},
-        replicas=replicas,
-        replicas_owners=owners,
-    )
-    return Observation(NOW, 1, view, baseline=BASELINE)
+    return decision_seen(executors or APPLIED, replicas, owners)
 
 
 APPLIED_STATUS = StormTopologyStatus(units=APPLIED, applied_budget=2, baseline=BASELINE)
