@@ -105,6 +105,25 @@ FALLBACKS = [
     (broken("profile.json", "[1, 2]"), "PublishedProfileInvalid", "must be a JSON object"),
     (broken("profile.json", "[" * 100_000 + "]" * 100_000), "PublishedProfileInvalid", "nested too deeply"),
     (broken("profile.json", "[" + "7" * 5000 + "]"), "PublishedProfileInvalid", "integer too long"),
+    (broken("profile.json", "[" * 500_000), "PublishedProfileInvalid", "over 32 levels"),
+    (broken("profile.json", '{"a": "[[[[", "b": ' + "[" * 40), "PublishedProfileInvalid", "over 32 levels"),
+    (
+        broken("window", "0001-01-01T00:00:00+01:00/2026-11-22T10:00:00Z"),
+        "PublishedProfileInvalid",
+        "out of range in UTC",
+    ),
+    (
+        broken("window", "9999-12-31T23:00:00-05:00/9999-12-31T23:30:00-05:00"),
+        "PublishedProfileInvalid",
+        "out of range in UTC",
+    ),
+    (
+        broken("window", "2026-11-21T10:00:00Z/9999-12-31T23:59:59Z"),
+        "PublishedProfileInvalid",
+        "not between the years",
+    ),
+    (broken("computedAt", "0001-01-01T00:00:00+01:00"), "PublishedProfileInvalid", "computedAt"),
+    (broken("window", "2026-11-21T10:00:00Z/" + "9" * 100_000), "PublishedProfileInvalid", "window must be"),
     (
         with_doc(lambda d: d["components"][2].update(capacityPerUnit=-1)),
         "PublishedProfileInvalid",
@@ -341,3 +360,28 @@ def test_a_name_too_long_for_a_config_map_is_invalid_not_a_crash() -> None:
     reasons = {c.type: c.reason for c in outcome.status.conditions}
     assert reasons["PublishedProfile"] == "PublishedProfileInvalid"
     assert w.published.calls == []
+
+
+@pytest.mark.parametrize("escape", [RecursionError, OverflowError, MemoryError, ValueError])
+def test_any_escape_while_judging_falls_back_with_one_line(
+    escape: type[BaseException], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def hostile(*_: Any, **__: Any) -> None:
+        raise escape("deep inside")
+
+    monkeypatch.setattr("stormscale.operator.profiles.parse_published", hostile)
+    verdict = judge(data())
+    assert verdict.reason == "PublishedProfileInvalid"
+    assert verdict.message.endswith(f"unreadable ({escape.__name__}); planning on the in-process profile")
+
+
+@pytest.mark.parametrize("escape", [RecursionError, OverflowError, MemoryError])
+def test_the_parser_names_any_escape(escape: type[BaseException], monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormscale.aggregation.published import PublishedError, parse_published
+
+    def hostile(*_: Any, **__: Any) -> None:
+        raise escape("deep inside")
+
+    monkeypatch.setattr("stormscale.aggregation.published.read_profile", hostile)
+    with pytest.raises(PublishedError, match=f"unreadable \\({escape.__name__}\\)"):
+        parse_published(data())
