@@ -189,7 +189,9 @@ def _parse_published(data: Mapping[str, Any], where: str) -> PublishedProfile:
     if len(raw) > MAX_BYTES:
         raise PublishedError(f"{where}: {PROFILE_KEY} holds {len(raw)} characters; at most {MAX_BYTES}")
     if nesting_depth(raw) > MAX_DEPTH:
-        raise PublishedError(f"{where}: {PROFILE_KEY} is not JSON (nested too deeply: over {MAX_DEPTH} levels)")
+        raise PublishedError(
+            f"{where}: {PROFILE_KEY} is not JSON (nested too deeply: over {MAX_DEPTH} levels)"
+        )
     try:
         document = json.loads(raw)
     except json.JSONDecodeError as err:
