@@ -40,8 +40,18 @@ T = TypeVar("T")
 MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
 _STATUS = re.compile(r"HTTP Status Code (\d{3})")
 #: What parsing an answer raises when a 200 is not Prometheus's JSON (a field missing or of another
-#: shape, labels that are not an object, a timestamp of 1e400 or NaN).
-MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError)
+#: shape, labels that are not an object, a timestamp of 1e400 or NaN, ``[`` nested 500,000 deep, a
+#: body too large to hold).
+MALFORMED = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    RecursionError,
+    MemoryError,
+)
 #: Answers that mean "not now" rather than "never": overload, rate limits, gateways, restarts.
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
