@@ -385,3 +385,28 @@ def test_the_parser_names_any_escape(escape: type[BaseException], monkeypatch: p
     monkeypatch.setattr("stormscale.aggregation.published.read_profile", hostile)
     with pytest.raises(PublishedError, match=f"unreadable \\({escape.__name__}\\)"):
         parse_published(data())
+
+
+HOSTILE_CONFIG_MAPS = [
+    pytest.param(broken("profile.json", "[" * 500_000), "over 32 levels", id="nested 500,000 deep"),
+    pytest.param(
+        broken("window", "0001-01-01T00:00:00+01:00/0001-01-01T00:30:00+01:00"),
+        "out of range in UTC",
+        id="a window in year 1 with an offset",
+    ),
+]
+
+
+@pytest.mark.parametrize(("found", "says"), HOSTILE_CONFIG_MAPS)
+def test_a_hostile_config_map_falls_back_to_the_in_process_plan_naming_why(found: Any, says: str) -> None:
+    w = world()
+    w.published.data[WHERE] = found
+    status = run(w, policy(mode="Recommend"))
+    assert w.profiler.calls == 1
+    assert status["lastPlan"]["profileSource"] == "InProcess"
+    assert conditions(status)["PublishedProfile"] == ("False", "PublishedProfileInvalid")
+    assert conditions(status)["Degraded"] == ("False", "Healthy")
+    [(kind, reason, message)] = w.events.posted
+    assert (kind, reason) == ("Warning", "PublishedProfileInvalid")
+    assert says in message
+    assert len(message.splitlines()) == 1
