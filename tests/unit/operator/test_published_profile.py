@@ -115,15 +115,19 @@ FALLBACKS = [
     (
         broken("window", "9999-12-31T23:00:00-05:00/9999-12-31T23:30:00-05:00"),
         "PublishedProfileInvalid",
-        "out of range in UTC",
+        "'9999-12-31T23:00:00-05:00' is out of range",
     ),
     (
         broken("window", "2026-11-21T10:00:00Z/9999-12-31T23:59:59Z"),
         "PublishedProfileInvalid",
         "not between the years",
     ),
-    (broken("computedAt", "0001-01-01T00:00:00+01:00"), "PublishedProfileInvalid", "computedAt"),
-    (broken("window", "2026-11-21T10:00:00Z/" + "9" * 100_000), "PublishedProfileInvalid", "window must be"),
+    (broken("computedAt", "0001-01-01T00:00:00+01:00"), "PublishedProfileInvalid", "computedAt: '0001"),
+    (
+        broken("window", "2026-11-21T10:00:00Z/" + "9" * 100_000),
+        "PublishedProfileInvalid",
+        "window must be '<start>/<end>'",
+    ),
     (
         with_doc(lambda d: d["components"][2].update(capacityPerUnit=-1)),
         "PublishedProfileInvalid",
