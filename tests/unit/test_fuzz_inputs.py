@@ -129,7 +129,12 @@ def test_the_profile_file_reader_gives_a_topology_or_a_profile_error(data: bytes
     outcome(load_profile, FILE, ProfileError)
 
 
-DURATIONS = st.one_of(st.sampled_from(["0s", "1s", "10s", "5m", "48h", "2m", "1h", "999999h"]), JSON)
+DURATIONS = st.one_of(
+    st.sampled_from(["0s", "1s", "10s", "5m", "48h", "2m", "1h", "999999h", "8784h", "8785h"]),
+    st.sampled_from(["9" * 5000 + "s", "9" * 400 + "h", "0" * 11 + "1s", "0" * 12 + "1s"]),
+    st.from_regex(r"\A[0-9]{1,30}[smh]\Z"),
+    JSON,
+)
 SPEC = st.fixed_dictionaries(
     {},
     optional={
@@ -142,7 +147,10 @@ SPEC = st.fixed_dictionaries(
                 {"deployment": st.text(max_size=8)},
                 optional={
                     "slotsPerPod": NUMBERS,
-                    "podOverheadCPU": st.sampled_from(["0", "100m", "1.5", "x"]),
+                    "podOverheadCPU": st.one_of(
+                        st.sampled_from(["0", "100m", "1.5", "x", "9" * 400, "9" * 400 + ".5m"]),
+                        st.from_regex(r"\A[0-9]{1,20}(\.[0-9]{1,5})?m?\Z"),
+                    ),
                 },
             ),
             JSON,
@@ -150,7 +158,13 @@ SPEC = st.fixed_dictionaries(
         "metrics": st.one_of(
             st.fixed_dictionaries(
                 {"prometheus": st.sampled_from(["http://p:9090", "https://p", "ftp://p", ""])},
-                optional={"window": DURATIONS, "step": DURATIONS, "settle": DURATIONS, "maxAge": DURATIONS},
+                optional={
+                    "window": DURATIONS,
+                    "step": DURATIONS,
+                    "settle": DURATIONS,
+                    "maxAge": DURATIONS,
+                    "publishedMaxAge": DURATIONS,
+                },
             ),
             JSON,
         ),
@@ -191,3 +205,7 @@ def test_the_spec_parser_gives_a_policy_or_an_invalid_spec_error(raw: Any) -> No
     if isinstance(policy, Policy):
         assert policy.settle_s < policy.window_s
         assert policy.max_age_s >= policy.step_s > 0
+        # every number the spec yields is a finite one the reconcile arithmetic can use
+        assert 0 <= policy.spec.workers.pod_overhead_cores <= 1000
+        assert all(math.isfinite(c.capacity_per_unit or 0) for c in policy.spec.components)
+        assert max(policy.cooldown_s, policy.scale_in_delay_s, policy.published_max_age_s) <= 366 * 86400

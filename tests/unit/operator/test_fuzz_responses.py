@@ -280,3 +280,30 @@ def test_any_prometheus_answer_gives_samples_or_a_prometheus_error(
     reader, answer = prometheus_answer
     answer.status, answer.body = status, body
     outcome(lambda _: READS[read](reader), None, PrometheusError)
+
+
+DEEP = [
+    pytest.param(b"[" * 500_000, id="an array 500,000 deep"),
+    pytest.param(
+        b'{"status": "success", "data": {"resultType": "matrix", "result": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}}",
+        id="a result 100,000 deep",
+    ),
+    pytest.param(
+        b'{"status": "success", "data": {"result": [' + b"7" * 5000 + b"]}}", id="a 5000-digit number"
+    ),
+]
+
+
+@pytest.mark.parametrize("body", DEEP)
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_deeply_nested_or_oversized_prometheus_answer_is_a_prometheus_error(
+    prometheus_answer: tuple[SampleReader, type[_Answer]], read: str, body: bytes
+) -> None:
+    reader, answer = prometheus_answer
+    answer.status, answer.body = 200, body
+    with pytest.raises(PrometheusError) as err:
+        READS[read](reader)
+    assert len(str(err.value).splitlines()) == 1

@@ -105,6 +105,29 @@ FALLBACKS = [
     (broken("profile.json", "[1, 2]"), "PublishedProfileInvalid", "must be a JSON object"),
     (broken("profile.json", "[" * 100_000 + "]" * 100_000), "PublishedProfileInvalid", "nested too deeply"),
     (broken("profile.json", "[" + "7" * 5000 + "]"), "PublishedProfileInvalid", "integer too long"),
+    (broken("profile.json", "[" * 500_000), "PublishedProfileInvalid", "over 32 levels"),
+    (broken("profile.json", '{"a": "[[[[", "b": ' + "[" * 40), "PublishedProfileInvalid", "over 32 levels"),
+    (
+        broken("window", "0001-01-01T00:00:00+01:00/2026-11-22T10:00:00Z"),
+        "PublishedProfileInvalid",
+        "out of range in UTC",
+    ),
+    (
+        broken("window", "9999-12-31T23:00:00-05:00/9999-12-31T23:30:00-05:00"),
+        "PublishedProfileInvalid",
+        "'9999-12-31T23:00:00-05:00' is out of range",
+    ),
+    (
+        broken("window", "2026-11-21T10:00:00Z/9999-12-31T23:59:59Z"),
+        "PublishedProfileInvalid",
+        "not between the years",
+    ),
+    (broken("computedAt", "0001-01-01T00:00:00+01:00"), "PublishedProfileInvalid", "computedAt: '0001"),
+    (
+        broken("window", "2026-11-21T10:00:00Z/" + "9" * 100_000),
+        "PublishedProfileInvalid",
+        "window must be '<start>/<end>'",
+    ),
     (
         with_doc(lambda d: d["components"][2].update(capacityPerUnit=-1)),
         "PublishedProfileInvalid",
@@ -341,3 +364,53 @@ def test_a_name_too_long_for_a_config_map_is_invalid_not_a_crash() -> None:
     reasons = {c.type: c.reason for c in outcome.status.conditions}
     assert reasons["PublishedProfile"] == "PublishedProfileInvalid"
     assert w.published.calls == []
+
+
+@pytest.mark.parametrize("escape", [RecursionError, OverflowError, MemoryError, ValueError])
+def test_any_escape_while_judging_falls_back_with_one_line(
+    escape: type[BaseException], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def hostile(*_: Any, **__: Any) -> None:
+        raise escape("deep inside")
+
+    monkeypatch.setattr("stormscale.operator.profiles.parse_published", hostile)
+    verdict = judge(data())
+    assert verdict.reason == "PublishedProfileInvalid"
+    assert verdict.message.endswith(f"unreadable ({escape.__name__}); planning on the in-process profile")
+
+
+@pytest.mark.parametrize("escape", [RecursionError, OverflowError, MemoryError])
+def test_the_parser_names_any_escape(escape: type[BaseException], monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormscale.aggregation.published import PublishedError, parse_published
+
+    def hostile(*_: Any, **__: Any) -> None:
+        raise escape("deep inside")
+
+    monkeypatch.setattr("stormscale.aggregation.published.read_profile", hostile)
+    with pytest.raises(PublishedError, match=f"unreadable \\({escape.__name__}\\)"):
+        parse_published(data())
+
+
+HOSTILE_CONFIG_MAPS = [
+    pytest.param(broken("profile.json", "[" * 500_000), "over 32 levels", id="nested 500,000 deep"),
+    pytest.param(
+        broken("window", "0001-01-01T00:00:00+01:00/0001-01-01T00:30:00+01:00"),
+        "out of range in UTC",
+        id="a window in year 1 with an offset",
+    ),
+]
+
+
+@pytest.mark.parametrize(("found", "says"), HOSTILE_CONFIG_MAPS)
+def test_a_hostile_config_map_falls_back_to_the_in_process_plan_naming_why(found: Any, says: str) -> None:
+    w = world()
+    w.published.data[WHERE] = found
+    status = run(w, policy(mode="Recommend"))
+    assert w.profiler.calls == 1
+    assert status["lastPlan"]["profileSource"] == "InProcess"
+    assert conditions(status)["PublishedProfile"] == ("False", "PublishedProfileInvalid")
+    assert conditions(status)["Degraded"] == ("False", "Healthy")
+    [(kind, reason, message)] = w.events.posted
+    assert (kind, reason) == ("Warning", "PublishedProfileInvalid")
+    assert says in message
+    assert len(message.splitlines()) == 1

@@ -59,8 +59,13 @@ def bounded(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[
 
 
 def text(length: int, field: dict[str, Any]) -> str:
-    """A string of ``length`` characters that the field's pattern accepts (a URL where it asks one)."""
-    prefix = "http://" if field.get("pattern", "").startswith("^https?://") else ""
+    """A string of ``length`` characters that the field's pattern accepts: a URL where it asks one,
+    the default behind leading zeros where the pattern is a number's (a duration, a CPU quantity)."""
+    pattern = field.get("pattern", "")
+    if pattern.startswith("^[0-9]"):
+        default = str(field["default"])
+        return "0" * (length - len(default)) + default
+    prefix = "http://" if pattern.startswith("^https?://") else ""
     return prefix + "a" * (length - len(prefix))
 
 
@@ -135,6 +140,29 @@ CASES = [
     for path, field in bounded(spec_schema())
     for edge, value, accepted in edges(field)
 ]
+
+
+def leaves(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(dotted path, its schema) of every string and number in the spec; list items are ``name[]``."""
+    if schema.get("type") in ("string", "integer", "number"):
+        yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from leaves(sub, f"{path}.{name}" if path else name)
+    if "items" in schema:
+        yield from leaves(schema["items"], f"{path}[]")
+
+
+def test_every_string_and_number_in_the_spec_is_bounded_in_the_crd() -> None:
+    fields = dict(leaves(spec_schema()))
+    assert len(fields) >= 30
+    unbounded_strings = [
+        p for p, f in fields.items() if f["type"] == "string" and not ("enum" in f or "maxLength" in f)
+    ]
+    unbounded_numbers = [
+        p for p, f in fields.items() if f["type"] != "string" and not {"minimum", "maximum"} <= f.keys()
+    ]
+    assert unbounded_strings == []
+    assert unbounded_numbers == []
 
 
 def test_the_crd_states_the_bounds_this_test_walks() -> None:
@@ -261,3 +289,49 @@ def test_a_window_of_too_many_points_says_how_many() -> None:
     spec["metrics"].update({"step": "1s", "window": "11001s", "maxAge": "1s"})
     with pytest.raises(InvalidSpecError, match=r"metrics\.window holds 11002 steps of metrics\.step"):
         parse_spec(spec)
+
+
+HOSTILE = [
+    pytest.param("scaling.cooldown", "9" * 5000 + "s", "cooldown", id="cooldown of 5001 characters"),
+    pytest.param(
+        "scaling.scaleInDelay", "9" * 400 + "h", "scaleInDelay", id="scaleInDelay of 401 characters"
+    ),
+    pytest.param("scaling.scaleInDelay", "99999999999h", "scaleInDelay", id="scaleInDelay beyond 366 days"),
+    pytest.param("metrics.publishedMaxAge", "8785h", "publishedMaxAge", id="publishedMaxAge beyond 366 days"),
+    pytest.param("workers.podOverheadCPU", "9" * 400, "podOverheadCPU", id="podOverheadCPU of 400 digits"),
+    pytest.param(
+        "workers.podOverheadCPU", "1000001m", "podOverheadCPU", id="podOverheadCPU beyond 1000 cores"
+    ),
+    pytest.param("components[].capacityPerUnit", math.inf, "capacityPerUnit", id="capacityPerUnit inf"),
+    pytest.param("components[].capacityPerUnit", math.nan, "capacityPerUnit", id="capacityPerUnit nan"),
+    pytest.param("components[].capacityPerUnit", 1e300, "capacityPerUnit", id="capacityPerUnit 1e300"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), HOSTILE)
+def test_a_hostile_spec_past_the_crd_is_refused_in_one_line_naming_the_field(
+    path: str, value: Any, field: str
+) -> None:
+    with pytest.raises(InvalidSpecError, match=field) as err:
+        parse_spec(with_value(path, value))
+    assert len(str(err.value).splitlines()) == 1
+    assert len(str(err.value)) < 600
+
+
+def test_the_longest_durations_are_accepted() -> None:
+    spec = with_value("scaling.scaleInDelay", "8784h")
+    spec["scaling"]["cooldown"] = "31622400s"
+    policy = parse_spec(spec)
+    assert policy.scale_in_delay_s == policy.cooldown_s == 366 * 24 * 3600
+
+
+@pytest.mark.parametrize("escape", [RecursionError, OverflowError, MemoryError, ValueError])
+def test_any_escape_while_parsing_is_an_invalid_spec(
+    escape: type[BaseException], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def hostile(*_: Any, **__: Any) -> None:
+        raise escape("deep inside")
+
+    monkeypatch.setattr("stormscale.operator.policy.parse_duration", hostile)
+    with pytest.raises(InvalidSpecError, match="spec"):
+        parse_spec(base())

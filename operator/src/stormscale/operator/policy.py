@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from stormscale.planner import FlowModel, SizingStrategy, Strategy
 from stormscale.samples import parse_duration
+from stormscale.samples.durations import MAX_LENGTH as DURATION_MAX_LENGTH
 from stormscale.samples.durations import PATTERN as DURATION
 from stormscale.storm.samples import MAX_POINTS
 from stormscale.storm.samples.demand import Demand, KafkaDemand, QueryDemand
 
 MIN_STEPS = 5  # a profile needs this many steady intervals (the aggregation's min_intervals)
+#: The CRD's maxLength of a CPU quantity, and the largest overhead a worker pod may declare (1000 cores).
+CPU_MAX_LENGTH = 12
+MAX_OVERHEAD_MILLICORES = 1_000_000
+#: The CRD's maximum of a component's capacity per unit and of the target rate (tuples/s).
+MAX_RATE = 1e12
 
 
 class InvalidSpecError(ValueError):
@@ -39,6 +45,20 @@ class ProfileSource(StrEnum):
 
     IN_PROCESS = "InProcess"
     PUBLISHED = "Published"
+
+
+def _checked_duration(text: str) -> str:
+    """``text`` when :func:`parse_duration` takes it (at most 366 days), else its ``ValueError``."""
+    parse_duration(text)
+    return text
+
+
+#: A duration field: the CRD's pattern and maxLength, and a value of at most 366 days.
+Duration = Annotated[
+    str,
+    Field(max_length=DURATION_MAX_LENGTH, pattern=DURATION),
+    AfterValidator(_checked_duration),
+]
 
 
 class _Model(BaseModel):
@@ -89,11 +109,21 @@ class WorkersSpec(_Model):
     placement: PlacementKind | None = None
     #: CPU a worker pod uses whatever its tuples (Supervisor, heartbeats, Storm's idle polling):
     #: busy = (pod CPU - overhead) / (limit - overhead). See docs/operator/design.md.
-    pod_overhead_cpu: str = Field(default="0", alias="podOverheadCPU", pattern=_CPU_QUANTITY.pattern)
+    pod_overhead_cpu: str = Field(
+        default="0", alias="podOverheadCPU", max_length=CPU_MAX_LENGTH, pattern=_CPU_QUANTITY.pattern
+    )
 
     @property
     def pod_overhead_cores(self) -> float:
         return millicores(self.pod_overhead_cpu) / 1000
+
+    @model_validator(mode="after")
+    def _overhead_bounded(self) -> WorkersSpec:
+        if millicores(self.pod_overhead_cpu) > MAX_OVERHEAD_MILLICORES:
+            raise ValueError(
+                f"workers.podOverheadCPU must be at most {MAX_OVERHEAD_MILLICORES // 1000} cores"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_slot_for_pdeployer(self) -> WorkersSpec:
@@ -107,14 +137,14 @@ class WorkersSpec(_Model):
 
 class MetricsSpec(_Model):
     prometheus: str = Field(max_length=2048, pattern=r"^https?://")
-    window: str = Field(default="5m", pattern=DURATION)
-    max_age: str = Field(default="2m", pattern=DURATION)
-    step: str = Field(default="10s", pattern=DURATION)
-    settle: str = Field(default="2m", pattern=DURATION)
+    window: Duration = "5m"
+    max_age: Duration = "2m"
+    step: Duration = "10s"
+    settle: Duration = "2m"
     #: ``Published``: plan on the fleet job's ConfigMap ``<name>-profile`` while its window ended less
     #: than ``publishedMaxAge`` ago, else on the in-process profile (with a condition saying why).
     profile: ProfileSource = ProfileSource.IN_PROCESS
-    published_max_age: str = Field(default="26h", pattern=DURATION)
+    published_max_age: Duration = "26h"
 
     @model_validator(mode="after")
     def _steps(self) -> MetricsSpec:
@@ -148,13 +178,13 @@ class ScalingSpec(_Model):
     max_units: int = Field(default=16, ge=-1000, le=1000)
     strategy: str = Field(default="Combined", pattern="^(Combined|Stela|Predictive|Optimal)$")
     flow_model: str = Field(default="Backpressure", pattern="^(Backpressure|Drop)$")
-    cooldown: str = Field(default="5m", pattern=DURATION)
-    scale_in_delay: str = Field(default="15m", pattern=DURATION)
+    cooldown: Duration = "5m"
+    scale_in_delay: Duration = "15m"
     congestion_threshold: float = Field(default=0.05, ge=0, le=1)
     #: Auto sizes for the measured demand over this (0.8: 25 % headroom); 1 plans for the demand itself.
     target_utilization: float = Field(default=1.0, gt=0, le=1)
     #: Tuples/s offered at the spouts to size for; absent: the measured demand / targetUtilization.
-    target_rate: float | None = Field(default=None, gt=0, le=1e12, allow_inf_nan=False)
+    target_rate: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)
     #: The sizing strategy; absent: no sizing (or Exact when targetRate is set).
     sizing: SizingKind | None = None
 
@@ -190,7 +220,7 @@ class KafkaSourceSpec(_Model):
 
 class ComponentOverride(_Model):
     name: str = Field(min_length=1, max_length=253)
-    capacity_per_unit: float | None = Field(default=None, gt=0)
+    capacity_per_unit: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)
     max_units: int | None = Field(default=None, ge=1, le=100_000)
     #: A spout's demand: PromQL for the tuples/s offered to it, or the Kafka topic it reads.
     demand_query: str | None = Field(default=None, min_length=1, max_length=4096)
@@ -258,13 +288,20 @@ class Policy(_Model):
 
 
 def parse_spec(raw: dict[str, Any]) -> Policy:
-    """Validate ``spec`` and build the :class:`Policy`; raises :class:`InvalidSpecError` naming the field."""
+    """Validate ``spec`` and build the :class:`Policy`; raises :class:`InvalidSpecError` naming the field
+    in one line, whatever the spec holds (an escape on hostile input is named too, never a traceback)."""
     try:
-        spec = StormTopologySpec.model_validate(raw)
+        return _policy(StormTopologySpec.model_validate(raw))
     except ValidationError as err:
         first = err.errors()[0]
         where = "".join(f".{p}" for p in first["loc"])
-        raise InvalidSpecError(f"spec{where}: {first['msg']}") from None
+        message = " ".join(str(first["msg"]).split())[:512]
+        raise InvalidSpecError(f"spec{where}: {message}") from None
+    except (RecursionError, MemoryError, ArithmeticError, ValueError, TypeError) as err:
+        raise InvalidSpecError(f"spec: unreadable ({type(err).__name__})") from None
+
+
+def _policy(spec: StormTopologySpec) -> Policy:
     scaling = spec.scaling
     return Policy(
         spec=spec,

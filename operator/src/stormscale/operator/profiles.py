@@ -154,8 +154,27 @@ def judge_published(
     Used when: it parses (:func:`stormscale.aggregation.parse_published`: profile, window, time
     computed), its profile is of Storm topology ``topology`` with exactly the running ``components``,
     ``now − window end ≤ max_age_s`` (and the end is at most :data:`CLOCK_SKEW_S` ahead of ``now``),
-    and :func:`check_usable` passes. The profile's age is ``now − window end``.
+    and :func:`check_usable` passes. The profile's age is ``now − window end``. Whatever else goes
+    wrong on hostile data (an arithmetic, recursion or memory error) falls back the same way.
     """
+    try:
+        return _judge_published(
+            data, where=where, topology=topology, components=components, now=now, max_age_s=max_age_s
+        )
+    except (RecursionError, MemoryError, ArithmeticError, ValueError, TypeError, AttributeError) as err:
+        problem = f"ConfigMap {where}: unreadable ({type(err).__name__}); planning on the in-process profile"
+        return PublishedVerdict(None, Reason.PUBLISHED_PROFILE_INVALID, problem)
+
+
+def _judge_published(
+    data: Mapping[str, Any] | None,
+    *,
+    where: str,
+    topology: str,
+    components: Collection[str],
+    now: datetime,
+    max_age_s: float,
+) -> PublishedVerdict:
     fallback = "; planning on the in-process profile"
     if data is None:
         return PublishedVerdict(None, Reason.PUBLISHED_PROFILE_MISSING, f"no ConfigMap {where}{fallback}")

@@ -40,6 +40,12 @@ OWNER_LABEL = "stormscale.io/stormtopology"
 MAX_BYTES = 1_000_000
 _NAME_MAX, _LABEL_MAX = 253, 63
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: A profile document nests objects in arrays in objects a few levels deep; past this it is hostile.
+MAX_DEPTH = 32
+#: A string literal or one bracket: what :func:`nesting_depth` steps over.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+#: The years a window or a computation time may name (a year-1 time with an offset overflows).
+_YEARS = (1970, 9000)
 
 
 class PublishedError(ValueError):
@@ -132,23 +138,60 @@ def configmap(
     return body
 
 
+def nesting_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON ``text`` (strings skipped), in one pass and
+    without recursion: a hostile ``[`` × 500,000 is measured, not parsed."""
+    depth = deepest = 0
+    for token in _JSON_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in "]}":
+            depth -= 1
+    return deepest
+
+
 def _time(text: str, what: str) -> datetime:
+    """An ISO 8601 time in UTC, in the years :data:`_YEARS`; :class:`PublishedError` otherwise."""
     try:
-        moment = datetime.fromisoformat(text.strip())
+        moment = datetime.fromisoformat(text.strip()[:64])
+        moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
     except ValueError:
         raise PublishedError(f"{what}: not an ISO 8601 time: {text[:60]!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except OverflowError:  # year 1 at +01:00 is before year 1 in UTC
+        raise PublishedError(f"{what}: {text[:60]!r} is out of range in UTC") from None
+    if not _YEARS[0] <= moment.year <= _YEARS[1]:
+        raise PublishedError(f"{what}: {text[:60]!r} is not between the years {_YEARS[0]} and {_YEARS[1]}")
+    return moment
 
 
 def parse_published(data: Mapping[str, Any], where: str = "published profile") -> PublishedProfile:
     """Check a ConfigMap's ``data`` and parse it; :class:`PublishedError` naming the key otherwise.
 
-    Required: ``profile.json`` (a profile the planner accepts), ``window`` (``start/end`` with
-    ``start ≤ end``) and ``computedAt``. ``confidence.json`` is for people and not read.
+    Required: ``profile.json`` (a profile the planner accepts, at most :data:`MAX_BYTES` characters
+    and :data:`MAX_DEPTH` levels deep), ``window`` (``start/end`` with ``start ≤ end``, both in the
+    years :data:`_YEARS`) and ``computedAt``. ``confidence.json`` is for people and not read. Whatever
+    else goes wrong (an arithmetic or memory error on hostile data) is a :class:`PublishedError` too.
     """
+    try:
+        return _parse_published(data, where)
+    except PublishedError:
+        raise
+    except (RecursionError, MemoryError, ArithmeticError, ValueError, TypeError, AttributeError) as err:
+        raise PublishedError(f"{where}: unreadable ({type(err).__name__})") from None
+
+
+def _parse_published(data: Mapping[str, Any], where: str) -> PublishedProfile:
     raw = data.get(PROFILE_KEY)
     if not isinstance(raw, str):
         raise PublishedError(f"{where}: no {PROFILE_KEY} key")
+    if len(raw) > MAX_BYTES:
+        raise PublishedError(f"{where}: {PROFILE_KEY} holds {len(raw)} characters; at most {MAX_BYTES}")
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise PublishedError(
+            f"{where}: {PROFILE_KEY} is not JSON (nested too deeply: over {MAX_DEPTH} levels)"
+        )
     try:
         document = json.loads(raw)
     except json.JSONDecodeError as err:
@@ -164,13 +207,13 @@ def parse_published(data: Mapping[str, Any], where: str = "published profile") -
     except ProfileError as err:
         raise PublishedError(f"{where}: {PROFILE_KEY}: {err}") from None
     window = data.get(WINDOW_KEY)
-    if not isinstance(window, str) or window.count("/") != 1:
+    if not isinstance(window, str) or len(window) > 128 or window.count("/") != 1:
         raise PublishedError(f"{where}: {WINDOW_KEY} must be '<start>/<end>' in ISO 8601")
     start_text, end_text = window.split("/")
     start, end = _time(start_text, f"{where}: {WINDOW_KEY}"), _time(end_text, f"{where}: {WINDOW_KEY}")
     if end < start:
         raise PublishedError(f"{where}: {WINDOW_KEY} ends before it starts")
     computed = data.get(COMPUTED_KEY)
-    if not isinstance(computed, str):
+    if not isinstance(computed, str) or len(computed) > 64:
         raise PublishedError(f"{where}: no {COMPUTED_KEY} key")
     return PublishedProfile(document, profile, start, end, _time(computed, f"{where}: {COMPUTED_KEY}"))

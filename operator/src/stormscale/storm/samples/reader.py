@@ -43,8 +43,18 @@ T = TypeVar("T")
 
 MAX_POINTS = 11_000  # Prometheus refuses range queries with more points per series
 #: What parsing an answer raises when a 200 is not Prometheus's JSON (a field missing or of another
-#: shape, labels that are not an object, a timestamp of 1e400 or NaN).
-MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError)
+#: shape, labels that are not an object, a timestamp of 1e400 or NaN, ``[`` nested 500,000 deep, a
+#: body too large to hold).
+MALFORMED = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    ArithmeticError,
+    RecursionError,
+    MemoryError,
+)
 
 
 class PrometheusError(RuntimeError):
