@@ -127,16 +127,23 @@ def test_replicas_follow_scaling_in_their_cgroups(
     newest = pod_runner.replicas(namespace, name)[2].cgroup
     wait_for(lambda: len(newest.pids()) == 2, 10, "the new replica and its forked child", every_s=0.2)
 
-    doomed_pids = [pid for r in pod_runner.replicas(namespace, name)[1:] for pid in r.cgroup.pids()]
-    assert len(doomed_pids) == 4
+    # to 1: as a kubelet, the runner stops the replicas whose Pods the ReplicaSet removed
+    before = pod_runner.replicas(namespace, name)
+    pids = {r.replica.index: r.cgroup.pids() for r in before}
+    assert sum(len(p) for p in pids.values()) == 6
     control_plane.kubectl("scale", "-n", namespace, f"deployment/{name}", "--replicas=1")
     wait_for(
         lambda: len(pod_runner.replicas(namespace, name)) == 1, SCALE_TIMEOUT_S, "1 replica", every_s=0.2
     )
-    assert [r.replica.index for r in pod_runner.replicas(namespace, name)] == [0]
-    assert cgroup_dir(namespace, name, 0).is_dir()
-    assert not cgroup_dir(namespace, name, 1).exists()
-    assert not cgroup_dir(namespace, name, 2).exists()
+    (survivor,) = pod_runner.replicas(namespace, name)
+    listed = kube_api.sanitize_for_serialization(client.CoreV1Api(kube_api).list_namespaced_pod(namespace))
+    assert survivor.pod in [
+        p["metadata"]["name"] for p in listed["items"] if "deletionTimestamp" not in p["metadata"]
+    ]
+    kept = survivor.replica.index
+    assert cgroup_dir(namespace, name, kept).is_dir()
+    assert all(not cgroup_dir(namespace, name, i).exists() for i in pids if i != kept)
+    doomed_pids = [pid for i, group in pids.items() if i != kept for pid in group]
     wait_for(
         lambda: all(pid_gone(pid) for pid in doomed_pids),
         5,
@@ -152,7 +159,7 @@ def test_replicas_follow_scaling_in_their_cgroups(
 
     control_plane.kubectl("delete", "-n", namespace, f"deployment/{name}")
     wait_for(
-        lambda: not cgroup_dir(namespace, name, 0).exists(),
+        lambda: not cgroup_dir(namespace, name, kept).exists(),
         SCALE_TIMEOUT_S,
         "the last cgroup to go",
         every_s=0.2,

@@ -4,7 +4,9 @@ The runner watches apps/v1 Deployments that carry a label (``stormscale.io/pod-r
 default) and keeps ``spec.replicas`` processes running for each. Replica ``i`` of Deployment ``d``
 in namespace ``ns`` runs, with every process it forks, in the cgroup ``stormscale/<ns>-<d>-<i>``,
 whose CPU quota equals the pod template's first container CPU limit and whose weight follows its
-CPU request, as the kubelet sets them. Scaling down stops the highest index first. What a replica
+CPU request, as the kubelet sets them. Scaling down stops, as a kubelet does, the replicas whose
+Pods the ReplicaSet deleted (without Pods to go by, the highest index first); scaling up takes the
+lowest free index. What a replica
 runs comes from a launcher callable (default: the container's ``command`` + ``args``). A changed
 CPU limit or request is applied in place to the running replicas' cgroups; other template changes
 reach only replicas started later.
@@ -218,7 +220,7 @@ class PodRunner:
         self._serving.close()
         with self._lock:
             for running in self._replicas.values():
-                self._scale_down(running, 0)
+                self._scale_down(running, 0, None)
             self._replicas.clear()
         remove_if_empty(self._cgroup_parent)
 
@@ -280,6 +282,7 @@ class PodRunner:
         key = _key(deployment)
         desired = int(deployment["spec"].get("replicas", 1))
         cpu = cpu_resources(deployment)
+        pods = self._current_pods(deployment) if self._mark_pods_ready else None
         with self._lock:
             running = self._replicas.setdefault(key, [])
             self._restart_dead(running)
@@ -287,33 +290,58 @@ class PodRunner:
                 if replica.replica.cpu != cpu:
                     replica.cgroup.apply(cpu)
                     replica.replica = dataclasses.replace(replica.replica, cpu=cpu)
-            self._scale_down(running, desired)
+            self._scale_down(running, desired, pods)
             self._scale_up(key, running, desired, deployment)
         if self._mark_pods_ready:
             self._bind_pods(deployment, key)
         return key
 
-    def _scale_down(self, running: list[RunningReplica], desired: int) -> None:
-        """Stop surplus replicas, highest index first."""
-        while len(running) > desired:
-            self._stop_replica(running.pop())
+    def _current_pods(self, deployment: Json) -> set[str] | None:
+        """Names of the Deployment's Pods not being deleted (None: no selector to list them by)."""
+        selector = match_labels_selector(deployment)
+        if not selector:
+            return None
+        listing = self._core.list_namespaced_pod(deployment["metadata"]["namespace"], label_selector=selector)
+        return {
+            p["metadata"]["name"]
+            for p in self._api.sanitize_for_serialization(listing)["items"]
+            if _is_current(p)
+        }
+
+    def _scale_down(self, running: list[RunningReplica], desired: int, pods: set[str] | None) -> None:
+        """Stop surplus replicas. With ``pods`` (the Deployment's live Pods), as a kubelet: the
+        replicas whose Pod the ReplicaSet deleted, then unbound ones; a bound surplus whose Pod is
+        still there waits for the ReplicaSet's choice (the next resync looks again). Without, the
+        highest index first."""
+        if pods is None:
+            while len(running) > desired:
+                self._stop_replica(running.pop())
+            return
+        gone = [r for r in running if r.pod is not None and r.pod not in pods]
+        unbound = [r for r in running if r.pod is None]
+        for replica in (gone + unbound)[: max(0, len(running) - desired)]:
+            running.remove(replica)
+            self._stop_replica(replica)
 
     def _scale_up(
         self, key: tuple[str, str], running: list[RunningReplica], desired: int, deployment: Json
     ) -> None:
-        """Start missing replicas, lowest index first."""
+        """Start missing replicas, each at the lowest index not running."""
         cpu, container = cpu_resources(deployment), first_container(deployment)
         while len(running) < desired:
-            replica = Replica(key[0], key[1], len(running), cpu, container, self.run_dir)
+            used = {r.replica.index for r in running}
+            index = next(i for i in range(len(running) + 1) if i not in used)
+            replica = Replica(key[0], key[1], index, cpu, container, self.run_dir)
             try:
                 running.append(self._launch(replica))
             except (LaunchError, OSError) as err:
                 LOG.error("pod runner: cannot start %s: %s", replica.name, err)
                 return
+            running.sort(key=lambda r: r.replica.index)
 
     def _forget(self, key: tuple[str, str]) -> None:
         with self._lock:
-            self._scale_down(self._replicas.pop(key, []), 0)
+            self._scale_down(self._replicas.pop(key, []), 0, None)
 
     def _launch(self, replica: Replica) -> RunningReplica:
         """Create the replica's cgroup and start its command inside it."""
