@@ -75,7 +75,7 @@ def test_the_default_flow_model_is_the_crds_and_the_operators() -> None:
     assert build_parser().parse_args(["plan", T17, "--budget", "1"]).flow_model == DEFAULT_FLOW_MODEL.value
     plan = json.loads(run("plan", T17, "--budget", "3", "--strategy", "combined", "--output", "json").stdout)
     assert plan["flowModel"] == "backpressure"
-    # not the drop model's {"11": 1, "16": 2}; the thesis's {"6": 1, "16": 2} less its two units that add nothing
+    # not the drop model's {"11": 1, "16": 2}; the thesis's {"6": 1, "16": 2} less two units adding nothing
     assert plan["allocation"] == {"16": 1}
     assert plan["unallocated"] == 2
     assert plan["throughput"]["before"] == pytest.approx(1988.888888888889)
