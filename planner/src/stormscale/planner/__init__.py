@@ -15,6 +15,7 @@ from stormscale.planner.placement.shukla import MappingError
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import executor_loads, place_units
 from stormscale.planner.planning import (
+    BEST_CANDIDATES,
     DEFAULT_STRATEGY,
     Plan,
     Strategy,
@@ -45,6 +46,7 @@ from stormscale.planner.sizing.strategies import (
 )
 
 __all__ = [
+    "BEST_CANDIDATES",
     "DEFAULT_STRATEGY",
     "Choice",
     "Component",
