@@ -50,7 +50,7 @@ BEST_CANDIDATES = (Strategy.OPTIMAL, Strategy.COMBINED, Strategy.PREDICTIVE, Str
 
 @dataclass(frozen=True)
 class Optimality:
-    """For ``optimal``: the proven upper bound on Θ and whether the solver proved the optimum."""
+    """For ``optimal`` and ``best``: the proven upper bound on Θ and whether the solver proved the optimum."""
 
     proven: bool
     bound: float
@@ -70,6 +70,7 @@ class Plan:
     after: float
     chosen: Strategy | None = None
     optimality: Optimality | None = None
+    #: For ``best``: why the plan is not a proven optimum (time limit reached, exact program not built).
     note: str | None = None
 
     @property
