@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-sizing bench-fleet bench-reaction bench-faults bench-units bench-target accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-faults bench-units bench-target accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -50,6 +50,11 @@ fuzz: venv
 bench: venv
 	$(BIN)/python -m bench.planner
 	$(BIN)/python -m bench.sizing
+
+## bench-planner: each strategy's share of the exact optimum's gain under both flow models: 200 seeded random DAGs of 10-25 components at budgets 1..8 (mean, p10, min, units spent) and the thesis's topology 17 at budgets 2, 3, 4, 6, 8 (about a minute; DAGS=N for more or fewer)
+DAGS ?= 200
+bench-planner: venv
+	$(BIN)/python -m bench.planner_shares --dags $(DAGS)
 
 ## bench-sizing: sizing and placement timings, and every heuristic's units and pods against the exact minimum
 bench-sizing: venv

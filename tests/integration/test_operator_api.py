@@ -224,6 +224,7 @@ def test_budget_applied_once_then_reapplying_changes_nothing(
             "predictive",
             "combined",
             "optimal",
+            "best",
         }
         managers = get(control_plane, namespace, "deployment/linear-workers", "--show-managed-fields")[
             "metadata"

@@ -107,8 +107,8 @@ def test_accuracy_benchmark_renders_saved_reports_counts_honestly_and_plots(
     assert "within 10 %: 1 of 3 predictions; within 15 %: 2 of 3" in out
     # fits at every budget (backpressure, not drop): +4, -5, +20, +14, 0 %
     assert "within 10 %: 3 of 5 fits; within 15 %: 4 of 5" in out
-    # the per-scenario prediction table: stela, predictive, combined, optimal, the error of combined
-    assert "| 1 | 3+1 | 100.0 | backpressure | 90.0 | – | 104.0 | – | +4.0% |" in out
+    # the per-scenario prediction table: stela, predictive, combined, optimal, best, the error of combined
+    assert "| 1 | 3+1 | 100.0 | backpressure | 90.0 | – | 104.0 | – | – | +4.0% |" in out
     # per bolt: linear's step 1 predicted 2 at +5 % and 3 at -20 %; fits +0 % and +10 %
     assert "| 1 | 2 | 40.0 | 42.0 | +5.0% | 40.0 | +0.0% |" in out
     assert "within 10 %: 1 of 2 bolt predictions; within 15 %: 1 of 2" in out

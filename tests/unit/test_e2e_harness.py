@@ -106,7 +106,7 @@ def test_predictions_cover_every_strategy_under_both_flow_models() -> None:
     baseline = {c.id: c.units for c in LINEAR.components}
     out = predictions(measured, CONGESTED_LINEAR, baseline, dict.fromkeys(baseline, 8), 2).throughput
     assert set(out) == {"backpressure", "drop"}
-    assert all(set(v) == {"stela", "predictive", "combined", "optimal"} for v in out.values())
+    assert all(set(v) == {"stela", "predictive", "combined", "optimal", "best"} for v in out.values())
     assert out["drop"]["optimal"] >= out["drop"]["combined"] > fitted(measured)["drop"]
 
 
@@ -134,8 +134,9 @@ def test_prediction_table_has_a_row_per_budget_and_flow_model_with_the_chosen_st
     step = Step(1, {}, {}, 5, 5, 1, 100.0, {"3": 1}, {}, predicted=predicted)
     lines = Report("t", [step]).prediction_table().splitlines()
     assert len(lines) == 2 + 2
-    assert lines[2].startswith("| 1 | 3+1 | 100.0 | backpressure | 80.0 | 85.0 | 90.0 | 95.0 | -10.0% |")
-    assert lines[3].endswith("| drop | 120.0 | 125.0 | 130.0 | 135.0 | +30.0% |")
+    # a report saved without best's prediction shows a dash in its column
+    assert lines[2].startswith("| 1 | 3+1 | 100.0 | backpressure | 80.0 | 85.0 | 90.0 | 95.0 | – | -10.0% |")
+    assert lines[3].endswith("| drop | 120.0 | 125.0 | 130.0 | 135.0 | – | +30.0% |")
     stela = Report("t", [step], strategy="stela").prediction_table().splitlines()
     assert stela[2].endswith("| -20.0% |")
 
@@ -150,7 +151,7 @@ def test_fit_table_has_one_row_per_budget_with_each_models_relative_error() -> N
 def test_a_budget_without_predictions_shows_dashes_not_zeroes() -> None:
     step = Step(0, {}, {}, 4, 4, 1, 100.0, {}, {})
     row = Report("t", [step]).prediction_table().splitlines()[2]
-    assert row == "| 0 | – | 100.0 | backpressure | – | – | – | – | – |"
+    assert row == "| 0 | – | 100.0 | backpressure | – | – | – | – | – | – |"
 
 
 def test_component_table_has_a_row_per_budget_and_measured_bolt_with_both_errors() -> None:

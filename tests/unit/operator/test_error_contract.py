@@ -212,9 +212,12 @@ def five_spout_world() -> Any:
 
 def test_optimal_past_its_limit_is_left_out_of_the_alternatives() -> None:
     w = five_spout_world()  # 5 scalable spouts, budget 8: 9^5 spout combinations for the exact program
-    outcome = run(w, policy(budget=8, flowModel="Backpressure", maxUnits=16))
+    outcome = run(w, policy(budget=8, flowModel="Backpressure", maxUnits=16, strategy="Best"))
     assert conditions(outcome)["Degraded"][0] == "False"
-    assert set(outcome.status["lastPlan"]["alternatives"]) == {"stela", "predictive", "combined"}
+    plan = outcome.status["lastPlan"]
+    assert set(plan["alternatives"]) == {"stela", "predictive", "combined", "best"}
+    assert (plan["strategy"], plan["chosen"]) == ("best", "combined")
+    assert "the exact program did not run" in plan["note"]
 
 
 def test_optimal_chosen_past_its_limit_is_planning_failed() -> None:

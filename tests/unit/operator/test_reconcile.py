@@ -32,7 +32,7 @@ def policy(**scaling: Any) -> Policy:
             "nimbus": {"host": "nimbus"},
             "workers": {"deployment": "linear-workers", "slotsPerPod": scaling.pop("slotsPerPod", 1)},
             "metrics": {"prometheus": "http://prometheus:9090"},
-            "scaling": {"budget": 2, "flowModel": "Drop", **scaling},
+            "scaling": {"budget": 2, "flowModel": "Drop", "strategy": "Combined", **scaling},
         }
     )
 
@@ -111,10 +111,22 @@ def test_no_rebalance_until_nimbus_has_a_slot_for_every_worker() -> None:
 def test_status_shows_every_strategy_side_by_side() -> None:
     w = world()
     plan = run(w, policy()).status["lastPlan"]
-    assert set(plan["alternatives"]) == {"stela", "predictive", "combined", "optimal"}
+    assert set(plan["alternatives"]) == {"stela", "predictive", "combined", "optimal", "best"}
     assert plan["chosen"] == "predictive"
     assert plan["allocation"] == {"2": 1, "3": 1}
     assert plan["predicted"] == {"before": 250.0, "after": 500.0}
+
+
+def test_by_default_the_status_names_the_strategy_whose_plan_won() -> None:
+    w = world()
+    default = parse_spec(
+        {**policy().spec.model_dump(by_alias=True), "scaling": {"budget": 2, "flowModel": "Drop"}}
+    )
+    plan = run(w, default).status["lastPlan"]
+    assert (plan["strategy"], plan["chosen"]) == ("best", "optimal")
+    assert plan["alternatives"]["best"] == max(plan["alternatives"].values()) == 500.0
+    assert plan["allocation"] == {"2": 1, "3": 1}
+    assert "note" not in plan
 
 
 def test_reapplying_the_same_spec_changes_nothing() -> None:
@@ -159,9 +171,9 @@ def test_replicas_are_set_not_added_when_a_pass_repeats() -> None:
 
 def test_lowering_the_budget_scales_in_from_the_baseline() -> None:
     w = world()
-    status = run(w, policy(budget=3)).status
-    status = run(w, policy(budget=3), status, minutes=1).status
-    assert status["units"] == {"1": 1, "2": 2, "3": 3, "4": 1}
+    status = run(w, policy(budget=4)).status  # 3 would leave a unit that adds nothing unallocated
+    status = run(w, policy(budget=4), status, minutes=1).status
+    assert status["units"] == {"1": 2, "2": 2, "3": 3, "4": 1}
     status = run(w, policy(budget=1), status, minutes=2).status
     status = run(w, policy(budget=1), status, minutes=3).status
     assert status["units"] == {"1": 1, "2": 1, "3": 2, "4": 1}  # baseline + the budget-1 plan, not 3 − 2
@@ -312,7 +324,8 @@ def test_never_above_the_task_count() -> None:
     w = world(tasks={"1": 1, "2": 8, "3": 1, "4": 8})  # 3 cannot take a second executor
     status = run(w, policy(budget=3)).status
     assert status["lastPlan"]["allocation"].get("3", 0) == 0
-    assert all(n <= {"1": 1, "2": 8, "3": 1, "4": 8}[c] for c, n in status["pending"]["units"].items())
+    pending = status.get("pending", {}).get("units", {})  # with 3 the bottleneck, no unit adds anything
+    assert all(n <= {"1": 1, "2": 8, "3": 1, "4": 8}[c] for c, n in pending.items())
     assert conditions(run(w, policy(budget=3), status, minutes=1))["ScalingLimited"] == (
         "True",
         "UnitsUnallocated",
@@ -427,11 +440,11 @@ def test_a_budget_rise_keeps_every_running_unit_and_adds_the_difference() -> Non
     applied = run(w, policy(budget=2), status, minutes=1).status
     assert applied["appliedBudget"] == 2
     running = dict(applied["units"])
-    raised = run(w, policy(budget=3), applied, minutes=2).status
+    raised = run(w, policy(budget=4), applied, minutes=2).status  # at 3 the third unit adds nothing
     target = raised["pending"]["units"]
-    assert sum(target.values()) == sum(running.values()) + 1
+    assert sum(target.values()) == sum(running.values()) + 2
     assert all(target[c] >= running[c] for c in running)
-    assert raised["lastPlan"]["budget"] == 3
+    assert raised["lastPlan"]["budget"] == 4
 
 
 def test_a_topology_resubmitted_with_other_components_gets_a_fresh_baseline() -> None:

@@ -154,7 +154,7 @@ def test_auto_mode_applies_the_sizings_units_for_the_target_rate() -> None:
     assert (plan["chosen"], plan["allocation"], plan["unallocated"]) == ("exact", {"2": 1, "3": 2}, 0)
     # Beside it, every budget strategy planned the same 3 units (2 and 3 decongested: 250 → 500/s).
     assert plan["alternatives"] == dict.fromkeys(
-        ["stela", "predictive", "combined", "optimal", "exact"], 500.0
+        ["stela", "predictive", "combined", "optimal", "best", "exact"], 500.0
     )
     assert conditions(done)["ScalingLimited"] == ("False", "WithinLimits")
     assert "(exact)" in w.events.posted[-1][2]
@@ -186,10 +186,13 @@ def test_a_sizing_above_max_units_says_so_on_the_pass_that_applies_it() -> None:
 
 def test_a_sizing_below_min_units_is_raised_there_by_the_budget_strategy_and_said() -> None:
     w = world()
-    done = converge(w, spec(mode="Auto", budget=8, minUnits=8, maxUnits=10, targetRate=1000))
+    done = converge(
+        w, spec(mode="Auto", budget=8, minUnits=8, maxUnits=10, targetRate=1000, strategy="Combined")
+    )
     assert done.status["appliedBudget"] == 8
     limited = next(c["message"] for c in done.status["conditions"] if c["type"] == "ScalingLimited")
-    assert "moved +2 units to hold scaling.minUnits 8" in limited
+    # the second unit adds nothing: trimmed, said as not moved
+    assert "predictive moved +1 units to hold scaling.minUnits 8; 1 units could not be moved" in limited
 
 
 def test_a_sizing_that_moves_units_lists_those_taken_away_as_negative() -> None:

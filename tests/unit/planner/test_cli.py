@@ -11,6 +11,7 @@ import yaml
 from stormscale.operator.policy import ScalingSpec
 from stormscale.planner.cli import DEFAULT_FLOW_MODEL, build_parser, main
 from stormscale.planner.flow import FlowModel
+from stormscale.planner.planning import Strategy
 from tests.unit.planner.cli_run import run_cli
 
 from .conftest import PROFILES
@@ -23,7 +24,9 @@ run = run_cli
 
 
 def test_json_output_is_the_plan_object_of_the_format() -> None:
-    result = run("plan", T17, "--budget", "3", "--flow-model", "drop", "--output", "json")
+    result = run(
+        "plan", T17, "--budget", "3", "--strategy", "combined", "--flow-model", "drop", "--output", "json"
+    )
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     assert plan == {
@@ -70,10 +73,29 @@ def test_the_default_flow_model_is_the_crds_and_the_operators() -> None:
     assert crd_default == policy_default == "Backpressure"
     assert DEFAULT_FLOW_MODEL is FlowModel(policy_default.lower()) is FlowModel.BACKPRESSURE
     assert build_parser().parse_args(["plan", T17, "--budget", "1"]).flow_model == DEFAULT_FLOW_MODEL.value
-    plan = json.loads(run("plan", T17, "--budget", "3", "--output", "json").stdout)
+    plan = json.loads(run("plan", T17, "--budget", "3", "--strategy", "combined", "--output", "json").stdout)
     assert plan["flowModel"] == "backpressure"
-    assert plan["allocation"] == {"6": 1, "16": 2}  # not the drop model's {"11": 1, "16": 2}
+    # not the drop model's {"11": 1, "16": 2}; the thesis's {"6": 1, "16": 2} less two units adding nothing
+    assert plan["allocation"] == {"16": 1}
+    assert plan["unallocated"] == 2
     assert plan["throughput"]["before"] == pytest.approx(1988.888888888889)
+
+
+def test_the_default_strategy_is_best_in_the_cli_the_crd_and_the_policy() -> None:
+    """Without ``--strategy`` the CLI plans as the cluster does: ``best``, which names the winner."""
+    crd = yaml.safe_load(CRD.read_text())
+    scaling = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "scaling"
+    ]
+    strategy = scaling["properties"]["strategy"]
+    assert strategy["default"] == ScalingSpec.model_fields["strategy"].default == "Best"
+    assert set(strategy["enum"]) == {s.value.capitalize() for s in Strategy}
+    assert build_parser().parse_args(["plan", T17, "--budget", "1"]).strategy == Strategy.BEST.value
+    plan = json.loads(run("plan", T17, "--budget", "3", "--output", "json").stdout)
+    assert (plan["strategy"], plan["chosen"]) == ("best", "optimal")
+    assert plan["allocation"] == {"11": 1, "16": 2}
+    assert plan["optimality"]["proven"] is True
+    assert "note" not in plan
 
 
 @pytest.mark.parametrize(

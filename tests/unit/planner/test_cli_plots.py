@@ -51,6 +51,8 @@ def test_plot_with_measured_points_and_json_output_writes_an_svg(tmp_path: Path)
         T17,
         "--budget",
         "3",
+        "--strategy",
+        "combined",
         "--flow-model",
         "drop",
         "--output",

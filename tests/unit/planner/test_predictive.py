@@ -9,6 +9,7 @@ from stormscale.planner.model import Topology
 from stormscale.planner.predictive import candidates, predictive_alloc
 
 from .conftest import thesis
+from .papers import assert_trimmed_from, gain_of, predictive_allocation
 
 
 def named(topology: Topology, extra: dict[int, int]) -> dict[str, int]:
@@ -70,8 +71,9 @@ def test_ours_on_the_other_thesis_tables_model_values(
 ) -> None:
     topology = thesis(name)
     for budget, (allocation, gain) in enumerate(expected, start=1):
-        plan = make_plan(topology, budget, Strategy.PREDICTIVE)
-        assert (plan.allocation, plan.gain) == (allocation, pytest.approx(gain))
+        untrimmed = predictive_allocation(topology, budget)
+        assert (untrimmed, gain_of(topology, untrimmed)) == (allocation, pytest.approx(gain))
+        assert_trimmed_from(make_plan(topology, budget, Strategy.PREDICTIVE), allocation, gain)
 
 
 def test_diamond_joint_check_rejects_a_set_that_leaves_the_shared_sink_congested() -> None:
@@ -165,8 +167,9 @@ def test_the_residual_rounds_add_to_what_earlier_rounds_gave() -> None:
     # Greedy: {4: 1} (bolt 4 absorbs 100). Round 1: bolt 2 +1, its subtree's allocator +1 on bolt 4
     # (now 150 in): {2: 1, 4: 2}. Round 2: bolt 3 congested (200 > 150): {2: 1, 3: 1, 4: 2}.
     topology = chain((2, 100.0), (1, 100.0, 1.0), (1, 150.0, 1.0), (1, 50.0, 0.5))
-    plan = make_plan(topology, 4, Strategy.PREDICTIVE)
-    assert (plan.allocation, plan.gain) == ({"2": 1, "3": 1, "4": 2}, pytest.approx(50))
+    untrimmed = predictive_allocation(topology, 4)
+    assert (untrimmed, gain_of(topology, untrimmed)) == ({"2": 1, "3": 1, "4": 2}, pytest.approx(50))
+    assert_trimmed_from(make_plan(topology, 4, Strategy.PREDICTIVE), untrimmed, 50)
 
 
 def test_a_residual_unit_goes_to_the_head_whose_one_unit_decongestion_costs_least_then_gains_most() -> None:

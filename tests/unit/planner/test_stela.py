@@ -13,6 +13,7 @@ from stormscale.planner.model import Topology
 from stormscale.planner.stela import EtpMode, expected_throughput_percentage, stela_scale_in, stela_scale_out
 
 from .conftest import thesis
+from .papers import assert_trimmed_from, gain_of, stela_allocation
 from .reference import profiles
 
 FIG2_EDGES = {"1": ["2", "3"], "2": ["4"], "3": ["5", "6"], "5": ["7", "8"], "6": ["9", "10"]}
@@ -131,8 +132,9 @@ def test_stela_on_the_other_thesis_tables_model_values(
 ) -> None:
     topology = thesis(name)
     for budget, (allocation, gain) in enumerate(expected, start=1):
-        plan = make_plan(topology, budget, Strategy.STELA)
-        assert (plan.allocation, plan.gain) == (allocation, pytest.approx(gain))
+        untrimmed = stela_allocation(topology, budget)
+        assert (untrimmed, gain_of(topology, untrimmed)) == (allocation, pytest.approx(gain))
+        assert_trimmed_from(make_plan(topology, budget, Strategy.STELA), allocation, gain)
 
 
 @settings(max_examples=60, deadline=None)

@@ -176,7 +176,7 @@ class ScalingSpec(_Model):
     budget: int = Field(default=0, ge=-1000, le=1000)
     min_units: int = Field(default=0, ge=-1000, le=1000)
     max_units: int = Field(default=16, ge=-1000, le=1000)
-    strategy: str = Field(default="Combined", pattern="^(Combined|Stela|Predictive|Optimal)$")
+    strategy: str = Field(default="Best", pattern="^(Combined|Stela|Predictive|Optimal|Best)$")
     flow_model: str = Field(default="Backpressure", pattern="^(Backpressure|Drop)$")
     cooldown: Duration = "5m"
     scale_in_delay: Duration = "15m"

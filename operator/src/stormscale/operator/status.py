@@ -257,6 +257,9 @@ class PlanSummary(_Status):
     #: and the window the profile's samples span.
     profile_source: str | None = None
     profile_window: str | None = None
+    #: For ``Best``: the exact program stopped at its time limit (or could not run), so the plan
+    #: applied is the best found, not a proven optimum.
+    note: str | None = None
 
 
 class Observed(_Status):

@@ -14,7 +14,16 @@ from stormscale.planner.placement.model import Placement
 from stormscale.planner.placement.shukla import MappingError
 from stormscale.planner.placement.strategies import PlacementStrategy
 from stormscale.planner.placement.units import executor_loads, place_units
-from stormscale.planner.planning import Plan, Strategy, compare_strategies, make_plan
+from stormscale.planner.planning import (
+    BEST_CANDIDATES,
+    DEFAULT_STRATEGY,
+    Plan,
+    Strategy,
+    best_of,
+    compare_strategies,
+    make_plan,
+    trim_useless_units,
+)
 from stormscale.planner.profile import (
     ComponentConfidence,
     DemandCheck,
@@ -37,6 +46,8 @@ from stormscale.planner.sizing.strategies import (
 )
 
 __all__ = [
+    "BEST_CANDIDATES",
+    "DEFAULT_STRATEGY",
     "Choice",
     "Component",
     "ComponentConfidence",
@@ -63,6 +74,7 @@ __all__ = [
     "Topology",
     "WindowConfidence",
     "add_allocation",
+    "best_of",
     "change_units",
     "check_units_fit_a_slot",
     "compare_strategies",
@@ -80,4 +92,5 @@ __all__ = [
     "scaled_to",
     "size",
     "throughput",
+    "trim_useless_units",
 ]

@@ -20,7 +20,7 @@ def _allocation(allocation: Mapping[str, int]) -> str:
 
 def _note(plan: Plan) -> str:
     if plan.chosen is not None:
-        return f"chose {plan.chosen.value}"
+        return f"chose {plan.chosen.value}" + ("" if plan.note is None else f"; {plan.note}")
     if plan.optimality is not None:
         if plan.optimality.proven:
             return "proven optimum"

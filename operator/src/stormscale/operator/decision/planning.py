@@ -11,7 +11,7 @@ from stormscale.operator.autoscale import SizedUnits
 from stormscale.operator.policy import Mode, Policy
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.status import PlanSummary, Predicted, SizingSummary, StormTopologyStatus, timestamp
-from stormscale.planner import OptimalLimitError, Plan, Strategy, Topology, make_plan, throughput
+from stormscale.planner import Plan, Strategy, Topology, compare_strategies, make_plan, throughput
 
 OPTIMAL_TIME_LIMIT_S = 10.0
 
@@ -108,7 +108,8 @@ def plan_summary(
     measured: MeasuredProfile | None = None,
 ) -> PlanSummary:
     """``status.lastPlan``: the chosen plan for ``budget``, every strategy's predicted Θ, and which
-    profile it rests on (``measured``'s source and window)."""
+    profile it rests on (``measured``'s source and window). For ``best``, ``chosen`` names the strategy
+    whose plan won and ``note`` says when the exact program did not prove its optimum."""
     return PlanSummary(
         budget=budget,
         strategy=plan.strategy.value,
@@ -122,19 +123,17 @@ def plan_summary(
         at=timestamp(now),
         profile_source=None if measured is None else measured.source.value,
         profile_window=None if measured is None else measured.window,
+        note=plan.note,
     )
 
 
 def strategy_plans(topology: Topology, delta: int, policy: Policy) -> dict[Strategy, Plan]:
-    """Every strategy's plan side by side; a strategy that cannot plan this topology (the exact
-    program past its size limit) is left out, unless it is the one the spec chose (then it raises)."""
-    plans: dict[Strategy, Plan] = {}
-    for strategy in Strategy:
-        try:
-            plans[strategy] = make_plan(topology, delta, strategy, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
-        except OptimalLimitError:
-            if strategy is policy.strategy:
-                raise
+    """Every strategy's plan side by side, ``best`` among them; a strategy that cannot plan this
+    topology (the exact program past its size limit) is left out, unless it is the one the spec chose
+    (then it raises; ``best`` plans without it and its note says why)."""
+    plans = compare_strategies(topology, delta, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
+    if policy.strategy not in plans:
+        make_plan(topology, delta, policy.strategy, policy.flow_model, OPTIMAL_TIME_LIMIT_S)
     return plans
 
 

@@ -32,12 +32,14 @@ STYLES: dict[Strategy, tuple[str, str, str, float, bool]] = {
     Strategy.STELA: ("#E69F00", "v", "--", 9.0, True),
     Strategy.PREDICTIVE: ("#0072B2", "^", "-.", 9.0, True),
     Strategy.COMBINED: ("#009E73", "o", "-", 4.5, False),
+    Strategy.BEST: ("#CC79A7", "D", ":", 3.5, False),
 }
 LABELS = {
     Strategy.OPTIMAL: "optimal (exact program: the ceiling)",
     Strategy.STELA: "stela (ETP, one unit at a time)",
     Strategy.PREDICTIVE: "predictive (batch allocation)",
     Strategy.COMBINED: "combined (the better of stela and predictive)",
+    Strategy.BEST: "best (the highest of every strategy's predictions)",
 }
 MEASURED_COLOUR = "#D55E00"
 SPOUT_FILL, BOLT_FILL, BOTTLENECK_FILL = "#DCEAF7", "#FFFFFF", "#F9D3CC"
