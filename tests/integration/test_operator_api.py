@@ -273,13 +273,13 @@ def test_restart_in_the_middle_of_an_apply_finishes_the_same_plan(
     control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
     storm.fail_rebalance = UnavailableError("nimbus: connection refused")
     with operator(namespace):
-        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace, budget=3))
+        control_plane.kubectl("apply", "-f", "-", stdin=manifest(namespace, budget=4))
         broken = wait_for(
             lambda: r if (r := get(control_plane, namespace)).get("status", {}).get("pending") else None,
             60,
             "a pending plan",
         )
-        wait_for(lambda: replicas(control_plane, namespace) == 7, 60, "the first write (7 replicas)")
+        wait_for(lambda: replicas(control_plane, namespace) == 8, 60, "the first write (8 replicas)")
     assert condition(get(control_plane, namespace), "Degraded") == ("True", "ApplyUnavailable")
     planned = operator_env.calls
     storm.fail_rebalance = None
@@ -287,7 +287,7 @@ def test_restart_in_the_middle_of_an_apply_finishes_the_same_plan(
         done = wait_for(
             lambda: (
                 r
-                if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 3
+                if (r := get(control_plane, namespace)).get("status", {}).get("appliedBudget") == 4
                 else None
             ),
             60,

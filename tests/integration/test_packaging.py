@@ -86,7 +86,9 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
         (("apps",), ("deployments",)): {"get"},
         (("apps",), ("deployments/scale",)): {"patch"},  # replicas only, never another field
         (("autoscaling",), ("horizontalpodautoscalers",)): {"list"},
-        (("",), ("pods",)): {"list"},  # the profiler joins executors to worker pods (their CPU)
+        # the profiler joins executors to worker pods (their CPU); a scale-down marks the pods that run
+        # no worker to go first (pod-deletion-cost)
+        (("",), ("pods",)): {"list", "patch"},
         (("", "events.k8s.io"), ("events",)): {"create"},
         (("",), ("configmaps",)): {"get"},  # the fleet job's published profile, by name
     }

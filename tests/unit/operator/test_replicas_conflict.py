@@ -89,6 +89,17 @@ def test_a_pending_intent_is_kept_while_another_manager_holds_other_replicas() -
     assert held.status.pending == intent
 
 
+def test_a_pending_scale_down_is_no_conflict_until_the_replicas_are_lowered() -> None:
+    """The realizer lowers the replicas last, once Storm runs the target: until then the Deployment
+    holds the count from before the intent, whoever owns it."""
+    intent = PendingApply(budget=0, units=BASELINE, replicas=4, since="2026-11-22T11:59:00Z")
+    pending = StormTopologyStatus(baseline=BASELINE, pending=intent)
+    before = decide(seen(6, ("kubectl-client-side-apply",)), policy(), pending)
+    assert before.act is not Act.DEGRADED
+    lowered_by_another = decide(seen(3, GITOPS), policy(), pending)  # below the intent: written over
+    assert (lowered_by_another.act, lowered_by_another.reason) == (Act.DEGRADED, Reason.REPLICAS_CONFLICT)
+
+
 def test_the_owners_are_read_from_managed_fields_by_apply_update_and_the_scale_subresource() -> None:
     def entry(
         manager: str, operation: str, spec: dict[str, Any], subresource: str | None = None

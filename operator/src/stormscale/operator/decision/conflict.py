@@ -10,7 +10,8 @@ A conflict is another owner *and* a count the operator did not set. The Deployme
 the field until the operator's first write takes it; while the count is still one the operator set
 (its applied plan's pods, its pending intent's, the scale back of a given-up plan), nobody has written
 over it. Once another manager has, the operator holds off until that manager lets go of the field
-(or sets the operator's count).
+(or sets the operator's count). A pending intent with fewer pods is not written yet (the realizer lowers
+the replicas only once Storm runs the target), so the count above it is the one before it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def replicas_conflict(view: TopologyView, status: StormTopologyStatus, policy: P
     owners = view.replicas_owners
     if not owners or policy.mode is Mode.RECOMMEND:
         return None
+    pending = status.pending
+    if pending is not None and view.replicas > pending.replicas:
+        return None  # a scale-down lowers the replicas last: until then the count is the one before it
     written = counts_written(status, view, policy.spec.workers.slots_per_pod)
     if not written or view.replicas in written:
         return None
