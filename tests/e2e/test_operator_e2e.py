@@ -179,8 +179,10 @@ def test_every_step_is_predicted_and_fitted_within_the_tolerance(run: Run) -> No
 def test_operator_predictions_are_recorded_for_every_strategy(run: Run) -> None:
     assert run.report.steps[1:], "no budget after the first: nothing was predicted"
     for step in run.report.steps[1:]:
-        assert set(step.operator_predicted) == {"stela", "predictive", "combined", "optimal"}
-        assert step.operator_predicted["combined"] > 0
+        predicted = step.operator_predicted
+        assert set(predicted) == {"stela", "predictive", "combined", "optimal", "best"}
+        assert predicted["combined"] > 0
+        assert predicted["best"] >= max(v for k, v in predicted.items() if k != "best") - 1e-6
 
 
 def busy_sources(profile: dict[str, Any]) -> set[str]:
