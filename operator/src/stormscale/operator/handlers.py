@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -40,6 +41,7 @@ from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
+from stormscale.storm.delivery import PlacementEndpoint
 from stormscale.storm.errors import one_line, redact
 from stormscale.storm.model import Endpoint
 
@@ -57,6 +59,8 @@ on a silent Nimbus or Prometheus holds its thread until its timeouts end it (10 
 30 s per query); Kopf's default, min(32, CPUs + 4), is 6 on two cores: 10 silent endpoints among 200
 resources then kept every other timer waiting ~27 s (docs/evaluation.md, "Many resources")."""
 METRICS_LISTEN_ENV = "STORMSCALE_METRICS_LISTEN"
+#: A file holding the bearer token of the scheduler's placement endpoint (none: no token is sent).
+PLACEMENT_TOKEN_ENV = "STORMSCALE_PLACEMENT_TOKEN_FILE"
 """``host:port`` of the operator's own metrics (docs/operator/reference.md); unset: not served."""
 METRICS = OperatorMetrics()
 TIMER_STOP_POLL_S = 1.0
@@ -112,10 +116,20 @@ def status_store() -> KubeStatus:
     return KubeStatus(kube_api(), _STORED)
 
 
+def placement_endpoint(policy: Policy) -> PlacementEndpoint | None:
+    """The scheduler's placement endpoint the spec names (``spec.nimbus.placementPort``), with the
+    operator's token file (``STORMSCALE_PLACEMENT_TOKEN_FILE``, the chart mounts it from a Secret)."""
+    port = policy.spec.nimbus.placement_port
+    if port is None:
+        return None
+    token = os.environ.get(PLACEMENT_TOKEN_ENV)
+    return PlacementEndpoint(port, Path(token) if token else None)
+
+
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
     api = kube_api()
     nimbus = NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))
-    deployments, storm = KubeDeployments(api), NimbusPort(nimbus)
+    deployments, storm = KubeDeployments(api), NimbusPort(nimbus, placement_endpoint(policy))
     return Ports(
         deployments=deployments,
         nimbus=storm,

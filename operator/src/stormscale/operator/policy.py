@@ -68,6 +68,8 @@ class _Model(BaseModel):
 class NimbusSpec(_Model):
     host: str = Field(min_length=1, max_length=253)
     port: int = Field(default=6627, ge=1, le=65535)
+    #: The scheduler's placement endpoint on the leader Nimbus; ``None``: placements go in the conf.
+    placement_port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class UiSpec(_Model):

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from stormscale.operator.adapters.errors import mapped
 from stormscale.operator.ports import Layout, RefusedError, StormTopologyState
 from stormscale.storm.client import NimbusClient
+from stormscale.storm.delivery import PlacementEndpoint
+from stormscale.storm.errors import NimbusUnavailableError
 from stormscale.storm.model import RebalanceRequest, is_system
-from stormscale.storm.placement import Placement, PlacementError, rebalance_request
+from stormscale.storm.placement import PLACEMENT_KEY, Placement, PlacementError, rebalance_request
 from stormscale.storm.stats import executors_per_component, tasks_per_component
 
 
 class NimbusPort:
-    """``ports.Nimbus`` backed by a ``NimbusClient``."""
+    """``ports.Nimbus`` backed by a ``NimbusClient``; with ``endpoint``, placements are delivered to
+    the scheduler's endpoint on the leader Nimbus instead of travelling in the topology's conf."""
 
-    def __init__(self, client: NimbusClient) -> None:
+    def __init__(self, client: NimbusClient, endpoint: PlacementEndpoint | None = None) -> None:
         self.client = client
+        self.endpoint = endpoint
 
     def describe(self, topology: str) -> StormTopologyState:
         """Status, workers, executors and tasks per user component, where every executor runs, and
@@ -55,7 +60,22 @@ class NimbusPort:
             request = RebalanceRequest(wait_secs=wait_secs, workers=workers, executors=dict(executors))
         else:
             request = placement_request(placement, executors, workers, wait_secs)
+            if self.endpoint is not None:
+                mapped(lambda: self._deliver(topology, request))
+                request = replace(request, conf_overrides={})
         mapped(lambda: self.client.rebalance(topology, request))
+
+    def _deliver(self, topology: str, request: RebalanceRequest) -> None:
+        """Hand the request's placement to the scheduler's endpoint on the leader Nimbus."""
+        assert self.endpoint is not None
+        summary = self.client.cluster_summary()
+        leader = summary.leader
+        running = next((t for t in summary.topologies if t.name == topology), None)
+        if leader is None:
+            raise NimbusUnavailableError("placement delivery: no leader Nimbus")
+        if running is None:
+            raise RefusedError(f"topology {topology!r} is not running on Nimbus")
+        self.endpoint.deliver(leader.endpoint.host, running.id, request.conf_overrides[PLACEMENT_KEY])
 
 
 def placement_request(
