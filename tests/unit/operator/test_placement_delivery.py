@@ -48,7 +48,7 @@ def endpoint() -> Iterator[tuple[Recorder, int]]:
     recorder = Recorder()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:  # noqa: N802  # http.server's naming
+        def do_PUT(self) -> None:  # http.server's naming
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             recorder.calls.append(("PUT", self.path, self.headers.get("Authorization"), body))
             time.sleep(recorder.delay_s)
@@ -57,7 +57,7 @@ def endpoint() -> Iterator[tuple[Recorder, int]]:
             self.end_headers()
             self.wfile.write(recorder.answer)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002  # http.server's naming
+        def log_message(self, format: str, *args: object) -> None:  # http.server's naming
             """Quiet."""
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -107,24 +107,20 @@ def test_a_refused_delivery_stops_the_rebalance(endpoint: tuple[Recorder, int]) 
         assert fleet.requests == []
 
 
-@pytest.mark.parametrize(
-    ("status", "answer", "error", "message"),
-    [
-        (404, b"topology t-1-1 is not running", DeliveryRefusedError, "404 topology t-1-1 is not running"),
-        (400, b"stormscale.placement: bad\nmore", DeliveryRefusedError, "400 stormscale.placement: bad"),
-        (503, b"the scheduler has not run yet", DeliveryUnavailableError, "503 the scheduler has not run"),
-        (500, b"", DeliveryUnavailableError, "500 Internal Server Error"),
-    ],
-)
+ANSWERS = [
+    (404, b"topology t-1-1 is not running", DeliveryRefusedError, "404 topology t-1-1 is not running"),
+    (400, b"stormscale.placement: bad\nmore", DeliveryRefusedError, "400 stormscale.placement: bad"),
+    (503, b"the scheduler has not run yet", DeliveryUnavailableError, "503 the scheduler has not run"),
+    (500, b"", DeliveryUnavailableError, "500 Internal Server Error"),
+]
+
+
+@pytest.mark.parametrize("case", ANSWERS, ids=[str(a[0]) for a in ANSWERS])
 def test_each_answer_but_204_is_one_line_of_the_right_kind(
-    endpoint: tuple[Recorder, int],
-    token_file: Path,
-    status: int,
-    answer: bytes,
-    error: type[Exception],
-    message: str,
+    endpoint: tuple[Recorder, int], token_file: Path, case: tuple[int, bytes, type[Exception], str]
 ) -> None:
     recorder, http_port = endpoint
+    status, answer, error, message = case
     recorder.status, recorder.answer = status, answer
     with pytest.raises(error) as caught:
         PlacementEndpoint(http_port, token_file).deliver("127.0.0.1", "t-1-1", "{}")
@@ -137,7 +133,7 @@ def test_a_slow_endpoint_is_given_up_at_the_deadline(endpoint: tuple[Recorder, i
     recorder, http_port = endpoint
     recorder.delay_s = 3.0
     started = time.monotonic()
-    with pytest.raises(DeliveryUnavailableError, match="no answer within 0.5 s"):
+    with pytest.raises(DeliveryUnavailableError, match=r"no answer within 0\.5 s"):
         PlacementEndpoint(http_port, timeout_s=0.5).deliver("127.0.0.1", "t-1-1", "{}")
     assert time.monotonic() - started < 2.5
 
