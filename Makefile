@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-faults bench-units bench-target accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-faults bench-units bench-target accuracy mutation clean
 
 venv: $(STAMP)
 
@@ -69,6 +69,11 @@ bench-fleet: venv
 APPLIES ?= 20
 bench-reaction: venv $(if $(DIP),prometheus)
 	$(BIN)/python -m bench.reaction $(if $(DIP),--dip,--applies $(APPLIES))
+
+## bench-disruption: one scaling step (budget 0 -> 1) on the test bed, Storm's default rebalance against Stormscale's (MultiLevel placement delivered to the scheduler's endpoint), on the Kafka-fed linear and the diamond JVM topologies in the same run: workers restarted, seconds with the sink at zero, tuples lost, apply -> new steady rate (about 30 minutes; SHAPES=linear for one): table on stdout, plot in bench/out/disruption.png
+SHAPES ?= linear,diamond
+bench-disruption: venv prometheus
+	$(BIN)/python -m bench.disruption --shapes $(SHAPES)
 
 ## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed (at a random moment, and 0-30 ms after its intent is saved), API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some): the fault table on stdout
 RUNS ?= 20

@@ -20,13 +20,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from stormscale.storm import NimbusClient, RebalanceRequest
-from stormscale.storm.delivery import PlacementEndpoint
+from stormscale.storm.delivery import PLACEMENTS_PATH, PlacementEndpoint
 from stormscale.storm.model import TopologyInfo
 from stormscale.storm.placement import PLACEMENT_KEY, Placement, layout_problems, rebalance_request
 from tests.harness.kubernetes.control_plane import ControlPlane
@@ -191,14 +192,14 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
         only_the_changed_worker_restarts(storm_cluster, host)
 
         # (d) a placement that leaves bolt "4" out: one log line, DefaultScheduler, Nimbus up
-        d = Placement.of([[{"1": 1, "2": 3}], [{"3": 2}]])
+        d = Placement.of([[{"1": 1, "2": 3}], [{"3": 3}]])
         nimbus.rebalance(
             NAME, RebalanceRequest(workers=2, conf_overrides={PLACEMENT_KEY: d.to_json()}), False
         )
         problem = "component '4': 0 executors placed, the topology has 1; scheduled by DefaultScheduler"
 
         def by_default(info: TopologyInfo) -> bool:
-            return info.sched_status.endswith(problem) and len(assigned(info)) == 7
+            return info.sched_status.endswith(problem) and len(assigned(info)) == 8
 
         wait_for(
             lambda: by_default(nimbus.topology_info(NAME)), PLACED_S, "DefaultScheduler runs (d)", every_s=1.0
@@ -250,6 +251,16 @@ def only_the_changed_worker_restarts(storm_cluster: StormCluster, host: list[str
     assert {h for h, _ in restarted} == {host[2]}, (after, waited)
     status = nimbus.topology_info(NAME).sched_status
     assert status.startswith(f"placed as {PLACEMENT_KEY} says"), status
+    withdraw(storm_cluster)  # the conf's placement speaks again
+
+
+def withdraw(cluster: StormCluster) -> None:
+    """Delete the topology's delivered placements at the scheduler's endpoint."""
+    ep, summary = cluster.endpoints, cluster.nimbus.topology(NAME)
+    assert summary is not None
+    url = f"http://{ep.host}:{ep.placement_port}{PLACEMENTS_PATH}{summary.id}"
+    with urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10) as answer:
+        assert answer.status == 204
 
 
 def worker_uptimes(info: TopologyInfo) -> dict[tuple[str, int], int]:
