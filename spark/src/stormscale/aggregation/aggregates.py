@@ -83,15 +83,15 @@ class ComponentStats:
     #: (:func:`~stormscale.aggregation.formulas.period_rate`, summed over its series at each step):
     #: the median, the 95th percentile (linear interpolation) and the largest, the steps they rest
     #: on, and the steps' median length in seconds.
-    offered_p50: float | None
-    offered_p95: float | None
-    offered_max: float | None
-    offered_steps: int
-    emitted_p50: float | None
-    emitted_p95: float | None
-    emitted_max: float | None
-    emitted_steps: int
-    step_s: float | None
+    offered_p50: float | None = None
+    offered_p95: float | None = None
+    offered_max: float | None = None
+    offered_steps: int = 0
+    emitted_p50: float | None = None
+    emitted_p95: float | None = None
+    emitted_max: float | None = None
+    emitted_steps: int = 0
+    step_s: float | None = None
 
 
 #: The counters whose per-step distribution the aggregates carry (a spout's demand is one of them).
