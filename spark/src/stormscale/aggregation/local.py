@@ -438,7 +438,8 @@ def period_rates(group: I64, ts: F64, x: F64) -> F64:
     preceding = np.concatenate([[-1], np.maximum.accumulate(np.where(moved, rows, -1))[:-1]])  # before
     after, before = np.minimum(following, n - 1), np.maximum(preceding, 0)
     known = (following < n) & (preceding >= 0) & (group[after] == group) & (group[before] == group)
-    rate = formulas.period_rate(x[after], ts[after] - ts[before])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = formulas.period_rate(x[after], ts[after] - ts[before])
     out: F64 = np.where(known, rate, np.nan)
     return out
 
