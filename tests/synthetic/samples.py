@@ -88,6 +88,9 @@ class Scenario:
     #: Per-step multipliers of every counter's rate, repeated over the window (a bursty source whose
     #: load the whole topology follows); empty: a constant load.
     load_wave: tuple[float, ...] = ()
+    #: Only the spouts' ``offered_total`` follows ``load_wave`` (a queue in front of the spout takes
+    #: the bursts; the topology runs at the base rate).
+    wave_offered_only: bool = False
     seed: int = 0
     start: datetime = EPOCH
     name: str | None = None
@@ -269,7 +272,12 @@ def _phase_values(
     counter = np.asarray(series.counter)[:, None]
     if scenario.load_wave:
         wave = np.resize(np.asarray(scenario.load_wave, dtype=np.float64), len(times))
-        noisy = np.where(counter, noisy * wave[None, :], noisy)
+        follows = (
+            counter & (np.asarray(series.metric) == OFFERED)[:, None]
+            if scenario.wave_offered_only
+            else counter
+        )
+        noisy = np.where(follows, noisy * wave[None, :], noisy)
     steps = np.diff(times, prepend=times[0])[None, :]
     increments = np.clip(noisy, 0.0, None) * steps
     counters = np.cumsum(increments, axis=1)
