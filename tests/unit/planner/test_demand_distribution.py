@@ -45,7 +45,7 @@ def test_a_profile_without_distributions_reads_as_before() -> None:
 BAD = [
     ({"p95": 26.0}, "components[0].demandPerUnit: p50 ≤ p95 ≤ max must hold, got 17, 26, 25"),
     ({"p50": 24.0}, "p50 ≤ p95 ≤ max must hold"),
-    ({"mean": 30.0}, "components[0].demandPerUnit.mean: 30 is above max 25"),
+    ({"mean": -3.0}, "components[0].demandPerUnit.mean: must be ≥ 0"),
     ({"p95": -1.0}, "components[0].demandPerUnit.p95: must be ≥ 0"),
     ({"max": float("inf")}, "components[0].demandPerUnit.max: must be a finite number"),
     ({"max": "25"}, "components[0].demandPerUnit.max: must be a finite number"),

@@ -195,7 +195,10 @@ def _demand_per_unit(item: Mapping[str, Any], path: str, kind: Kind) -> DemandDi
     """``demandPerUnit`` (optional, spouts only): the demand's distribution over the window, per unit::
 
     {"mean": m, "p50": a, "p95": b, "max": c, "steps": n, "stepSeconds": s}
-    rates in [0, MAX_RATE],  a ≤ b ≤ c,  m ≤ c,  n ≥ 1,  0 < s ≤ MAX_RATE
+    rates in [0, MAX_RATE],  a ≤ b ≤ c,  n ≥ 1,  0 < s ≤ MAX_RATE
+
+    The mean is the window's rate (over each series' own span), not the steps' mean: it is not
+    held to the steps' maximum.
     """
     raw = item.get("demandPerUnit")
     if raw is None:
