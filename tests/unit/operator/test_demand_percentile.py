@@ -77,7 +77,7 @@ def test_a_profile_without_the_distribution_is_sized_for_its_mean_and_says_so() 
     )
 
 
-def test_manual_and_recommend_plan_on_the_mean_as_before() -> None:
+def test_manual_plans_on_the_mean_as_before() -> None:
     w = world()
     w.published.data[WHERE] = data(bursty_document())
     p = auto().model_copy(update={"mode": auto().mode.MANUAL})
