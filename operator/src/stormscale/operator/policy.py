@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from stormscale.planner import FlowModel, SizingStrategy, Strategy
+from stormscale.planner import DemandStatistic, FlowModel, SizingStrategy, Strategy
 from stormscale.samples import parse_duration
 from stormscale.samples.durations import MAX_LENGTH as DURATION_MAX_LENGTH
 from stormscale.samples.durations import PATTERN as DURATION
@@ -189,6 +189,9 @@ class ScalingSpec(_Model):
     target_rate: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)
     #: The sizing strategy; absent: no sizing (or Exact when targetRate is set).
     sizing: SizingKind | None = None
+    #: Which statistic of each spout's per-step demand over the profile's window Auto sizes for
+    #: (``mean``, ``p50``, ``p95``, ``max``); a profile without the distribution offers its mean.
+    demand_percentile: DemandStatistic = DemandStatistic.P95
 
     @model_validator(mode="after")
     def _bounds(self) -> ScalingSpec:

@@ -257,6 +257,9 @@ class PlanSummary(_Status):
     #: and the window the profile's samples span.
     profile_source: str | None = None
     profile_window: str | None = None
+    #: Auto: the demand the plan sizes for, e.g. ``demand p95 of 5m00s (30 steps of 10s): 23.4/s
+    #: (mean 18.1/s)`` (``scaling.demandPercentile`` of the profile's per-step demand).
+    demand: str | None = None
     #: For ``Best``: the exact program stopped at its time limit (or could not run), so the plan
     #: applied is the best found, not a proven optimum.
     note: str | None = None

@@ -216,7 +216,9 @@ class PrometheusProfiler:
         marked = mark_demand(measured, self.demand, lag_growth)
         check_usable(marked)
         throughput = sink_throughput(structure, aggregates)
-        return MeasuredProfile(marked.topology, throughput, age, marked.confidence, pods=loads)
+        return MeasuredProfile(
+            marked.topology, throughput, age, marked.confidence, pods=loads, demand=marked.demand
+        )
 
     def _with_demand(
         self, topology: str, rows: list[Sample], structure: Structure, window: Window

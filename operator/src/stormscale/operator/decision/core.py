@@ -29,6 +29,7 @@ from stormscale.operator.decision.auto import (
     sizing_need,
 )
 from stormscale.operator.decision.conflict import replicas_conflict
+from stormscale.operator.decision.demand import at_percentile
 from stormscale.operator.decision.observation import Need, Observation, ProfileFailure, PublishedRead
 from stormscale.operator.decision.placement import (
     LayoutError,
@@ -221,6 +222,15 @@ def refused_before(status: StormTopologyStatus, generation: int, budget: int) ->
 
 
 def _profile(draft: _Draft) -> MeasuredProfile | Decision:
+    """The profile to plan on (:func:`_trusted_profile`); in Auto mode with each spout's demand at
+    ``scaling.demandPercentile`` of its per-step demand over the window (:func:`at_percentile`)."""
+    trusted = _trusted_profile(draft)
+    if isinstance(trusted, Decision) or draft.policy.mode is not Mode.AUTO:
+        return trusted
+    return at_percentile(trusted, draft.policy.spec.scaling.demand_percentile)
+
+
+def _trusted_profile(draft: _Draft) -> MeasuredProfile | Decision:
     """The profile to plan on: the published one where the spec asks for it and it is usable, else
     the in-process one; or the decision that measures one, or says why there is none."""
     policy, seen = draft.policy, draft.observation
