@@ -17,10 +17,11 @@ Nimbus, Kafka, Prometheus, the operator), and in turn, each on worker pods of it
   endpoint (``nimbus.placementPort``: the topology's conf is not touched, no blob changes), which
   keeps every worker whose executors are unchanged on its slot.
 
-For each: budget 0 applied and verified, the scenario's settling time and a minute more (a placement's
-first layout is a rebalance: both ways wait as long), ``--before`` seconds of the sink's rate recorded (every 5 s,
-from the tuples it records: Storm's counters restart with a worker), ``kubectl apply`` of budget 1,
-and the rate recorded until ``--after`` seconds after the rebalance. Printed per step:
+For each: budget 0 applied and verified, the scenario's settling time and a minute more (a
+placement's first layout is a rebalance: both ways wait as long), ``--before`` seconds of the sink's
+rate recorded (every 5 s, from the tuples it records: Storm's counters restart with a worker),
+``kubectl apply`` of budget 1, and the rate recorded until ``--after`` seconds after the rebalance.
+Printed per step:
 
 * workers restarted: of the workers that ran before the apply, those whose JVM is younger than the
   apply afterwards or is gone (Nimbus's executor uptime), and the workers started anew;
