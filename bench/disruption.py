@@ -17,9 +17,11 @@ Nimbus, Kafka, Prometheus, the operator), and in turn, each on worker pods of it
   endpoint (``nimbus.placementPort``: the topology's conf is not touched, no blob changes), which
   keeps every worker whose executors are unchanged on its slot.
 
-For each: budget 0 applied and verified, ``--before`` seconds of the sink's rate recorded (every 5 s,
-from the tuples it records: Storm's counters restart with a worker), ``kubectl apply`` of budget 1,
-and the rate recorded until ``--after`` seconds after the rebalance. Printed per step:
+For each: budget 0 applied and verified, the scenario's settling time and a minute more (a
+placement's first layout is a rebalance: both ways wait as long), ``--before`` seconds of the sink's
+rate recorded (every 5 s, from the tuples it records: Storm's counters restart with a worker),
+``kubectl apply`` of budget 1, and the rate recorded until ``--after`` seconds after the rebalance.
+Printed per step:
 
 * workers restarted: of the workers that ran before the apply, those whose JVM is younger than the
   apply afterwards or is gone (Nimbus's executor uptime), and the workers started anew;
@@ -66,6 +68,8 @@ NAMESPACE = "disruption"
 #: A 5 s interval below this share of the steady rate counts as the sink at zero.
 ZERO_SHARE = 0.05
 WAYS = ("storm", "stormscale")
+#: After budget 0 is applied, beyond the scenario's settling time: the operator's steady intervals.
+STEADY_S = 60.0
 
 
 def _progress(line: str) -> None:
@@ -222,6 +226,10 @@ def run_step(stack: Any, scenario: Any, way: str, before_s: float, after_s: floa
     stack.apply_budget(scenario, 0)
     stack.wait_applied(scenario, 0)
     wait_running(stack, scenario, len(scenario.components))
+    # budget 0 may have rebalanced (a placement's first layout): both ways wait as long, so that the
+    # sink is steady before the recording and the operator plans budget 1 on a settled window
+    _progress(f"[{scenario.name}] {way}: budget 0 applied; {scenario.settle_s + STEADY_S:.0f} s to settle")
+    time.sleep(scenario.settle_s + STEADY_S)
     log = stack.run_dir / "operator.log"
     readings: list[tuple[float, float]] = []
 
