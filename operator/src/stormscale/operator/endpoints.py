@@ -83,7 +83,9 @@ class NimbusPattern:
     def parse(cls, text: str) -> NimbusPattern:
         host, port = text.strip(), None
         if host.startswith("["):  # [v6] or [v6]:port
-            inside, _, rest = host[1:].partition("]")
+            inside, closed, rest = host[1:].partition("]")
+            if not closed:
+                raise EndpointPolicyError(f"{text!r}: an unclosed [")
             host, port_text = inside, rest.removeprefix(":") if rest.startswith(":") else None
             if rest and port_text is None:
                 raise EndpointPolicyError(f"{text!r}: not [address] or [address]:port")
