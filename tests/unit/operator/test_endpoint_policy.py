@@ -283,7 +283,7 @@ def test_a_bad_policy_stops_the_operator_at_startup(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(handlers, "_ENDPOINTS", None)
     monkeypatch.setenv(NIMBUS_ENV, "a.*.b")
     with pytest.raises(kopf.PermanentError, match=NIMBUS_ENV):
-        handlers.configure(kopf.OperatorSettings())
+        handlers.announce_endpoint_policy()
 
 
 def test_an_open_policy_is_logged_at_startup(
@@ -292,8 +292,7 @@ def test_an_open_policy_is_logged_at_startup(
     monkeypatch.setattr(handlers, "_ENDPOINTS", None)
     monkeypatch.delenv(NIMBUS_ENV, raising=False)
     monkeypatch.setenv(URLS_ENV, "http://prometheus.monitoring.svc:9090")
-    monkeypatch.delenv(handlers.METRICS_LISTEN_ENV, raising=False)
     with caplog.at_level("INFO", logger="stormscale.operator"):
-        handlers.configure(kopf.OperatorSettings())
+        handlers.announce_endpoint_policy()
     assert "endpoint policy: Nimbus endpoints open (any allowed)" in caplog.text
     assert "endpoint policy: Prometheus and UI URLs 1 allowed" in caplog.text

@@ -128,6 +128,17 @@ def endpoint_policy() -> EndpointPolicy:
     return _ENDPOINTS
 
 
+def announce_endpoint_policy() -> None:
+    """Read the endpoint policy at startup and log it, a WARNING per open kind; a bad entry stops
+    the operator (:class:`kopf.PermanentError` naming the variable)."""
+    try:
+        endpoints = endpoint_policy()
+    except EndpointPolicyError as err:
+        raise kopf.PermanentError(str(err)) from None
+    for line in endpoints.describe():
+        (LOG.warning if "open" in line else LOG.info)("%s", line)
+
+
 def endpoint_refusal(policy: Policy) -> str | None:
     """Why the spec's endpoints are refused by the operator's endpoint policy (None: allowed)."""
     spec = policy.spec
@@ -236,12 +247,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # 60 s, so `kubectl delete` hung a minute or more (measured on the test bed: 80 s).
     settings.background.cancellation_polling = TIMER_STOP_POLL_S
     settings.execution.max_workers = WORKER_THREADS
-    try:
-        endpoints = endpoint_policy()
-    except EndpointPolicyError as err:
-        raise kopf.PermanentError(str(err)) from None
-    for line in endpoints.describe():
-        (LOG.warning if "open" in line else LOG.info)("%s", line)
+    announce_endpoint_policy()
     listen = os.environ.get(METRICS_LISTEN_ENV)
     if listen:
         try:
