@@ -249,7 +249,7 @@ def test_a_client_certificate_and_a_ca_from_secrets_make_mutual_tls(tmp_path: Pa
     context.load_cert_chain(tmp_path / "prometheus.crt", tmp_path / "prometheus.key")
     context.verify_mode = ssl.CERT_REQUIRED  # no client certificate, no answer
     context.load_verify_locations(tmp_path / "clients.pem")
-    handler = type("Handler", (CheckingPrometheus,), {"seen": [], "expected": None})
+    handler: type[CheckingPrometheus] = type("Handler", (CheckingPrometheus,), {"seen": [], "expected": None})
     httpd = http.server.HTTPServer(("127.0.0.1", 0), handler)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     secrets = FakeSecrets(
