@@ -345,3 +345,25 @@ def test_a_failing_pass_shows_no_secret_in_status_events_logs_or_metrics(
     for text in shown:
         assert TOKEN not in text
         assert PASSWORD not in text
+
+
+def test_the_log_filter_redacts_arguments_tracebacks_and_survives_a_bad_format() -> None:
+    import logging
+    import sys
+
+    from stormscale.storm.errors import RedactingFilter
+
+    register_secrets(OWNER, [TOKEN])
+    try:
+        raise ValueError(f"Invalid header value 'Bearer {TOKEN}'")
+    except ValueError:
+        failed = sys.exc_info()
+    record = logging.LogRecord("stormscale.operator", logging.ERROR, __file__, 1, "sent %s", (TOKEN,), failed)
+    assert RedactingFilter().filter(record)
+    shown = logging.Formatter().format(record)
+    assert "sent ***" in shown
+    assert "Invalid header value 'Bearer ***'" in shown
+    assert TOKEN not in shown
+    bad = logging.LogRecord("stormscale.operator", logging.INFO, __file__, 1, "%d of %d", (TOKEN,), None)
+    assert RedactingFilter().filter(bad)
+    assert TOKEN not in logging.Formatter().format(bad)

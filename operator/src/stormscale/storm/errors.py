@@ -86,7 +86,11 @@ class RedactingFilter(logging.Filter):
     (an exception's message may quote what it was given)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # arguments that do not fit the format: shown as given
+            message = f"{record.msg} {record.args}"
+        record.msg, record.args = redact(message), None
         if record.exc_info:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
