@@ -27,8 +27,7 @@ from tests.harness.fakes.ports import FakeNimbus
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.harness.waiting import wait_for
-
-from .test_operator_api import condition, deployment, events, get, operator, resource
+from tests.integration.test_operator_api import condition, deployment, events, get, operator, resource
 
 pytestmark = pytest.mark.integration
 
