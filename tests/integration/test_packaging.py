@@ -91,6 +91,7 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
         (("",), ("pods",)): {"list", "patch"},
         (("", "events.k8s.io"), ("events",)): {"create"},
         (("",), ("configmaps",)): {"get"},  # the fleet job's published profile, by name
+        (("",), ("secrets",)): {"get"},  # the Secrets a spec's metrics.auth names, by name
     }
     assert not [d for d in docs if d["kind"] == "CronJob"]  # the publisher is off by default
     operator_deploy = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)
@@ -204,7 +205,8 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
         ("patch", "deployments"),
         ("update", "deployments"),
         ("create", "pods"),
-        ("get", "secrets"),
+        ("list", "secrets"),
+        ("watch", "secrets"),
         ("delete", "stormtopologies.stormscale.io"),
         ("create", "horizontalpodautoscalers"),
         ("list", "configmaps"),
@@ -212,6 +214,7 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
     ]:
         assert can_i(control_plane, installed, verb, what, "-n", "default") == "no", f"{verb} {what}"
     assert can_i(control_plane, installed, "get", "configmaps", "-n", "default") == "yes"
+    assert can_i(control_plane, installed, "get", "secrets", "-n", "default") == "yes"  # metrics.auth
 
 
 def test_the_publisher_publishes_with_its_service_account_and_may_do_no_more(

@@ -136,3 +136,46 @@ def test_the_bounds_reach_the_operator_as_the_variables_it_reads() -> None:
     assert env[MAX_ELEMENTS_ENV] == str(DEFAULT_MAX_ELEMENTS)
     defaults = {e["name"]: e.get("value") for e in operator_container(render())["env"]}
     assert int(defaults[reader.MAX_BYTES_ENV]) == reader.DEFAULT_MAX_BYTES
+
+
+def test_the_endpoint_policy_reaches_the_operator_as_the_variables_it_reads() -> None:
+    """``endpointPolicy`` lists become the comma-separated variables the operator parses; unset, both
+    are empty and the policy is open."""
+    from stormscale.operator.endpoints import NIMBUS_ENV, URLS_ENV, EndpointPolicy
+
+    env = {
+        e["name"]: e.get("value")
+        for e in operator_container(
+            render(
+                "endpointPolicy.nimbus={*.storm.svc:6627,nimbus.shared}",
+                "endpointPolicy.urls={http://*.monitoring.svc:9090}",
+            )
+        )["env"]
+    }
+    assert env[NIMBUS_ENV] == "*.storm.svc:6627,nimbus.shared"
+    assert env[URLS_ENV] == "http://*.monitoring.svc:9090"
+    policy = EndpointPolicy.from_env({NIMBUS_ENV: env[NIMBUS_ENV], URLS_ENV: env[URLS_ENV]})
+    assert policy.nimbus_allowed("nimbus.team-a.storm.svc", 6627)
+    assert not policy.nimbus_allowed("169.254.169.254", 6627)
+    assert policy.url_allowed("http://prometheus.monitoring.svc:9090")
+    defaults = {e["name"]: e.get("value") for e in operator_container(render())["env"]}
+    assert (defaults[NIMBUS_ENV], defaults[URLS_ENV]) == ("", "")
+    assert EndpointPolicy.from_env({NIMBUS_ENV: "", URLS_ENV: ""}) == EndpointPolicy()
+
+
+def secret_rules(manifests: list[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """(kind, namespace, verbs) of every operator role's rule on Secrets."""
+    return [
+        (d["kind"], d["metadata"].get("namespace", ""), rule["verbs"])
+        for d in manifests
+        if d["kind"] in {"ClusterRole", "Role"}
+        and not d["metadata"]["name"].endswith(("-discovery", "-publisher"))
+        for rule in d["rules"]
+        if "secrets" in rule["resources"]
+    ]
+
+
+def test_the_operator_may_get_secrets_where_it_watches_unless_told_not_to() -> None:
+    assert secret_rules(render()) == [("ClusterRole", "", ["get"])]
+    assert secret_rules(render("watchNamespaces={a,b}")) == [("Role", "a", ["get"]), ("Role", "b", ["get"])]
+    assert secret_rules(render("rbac.readSecrets=false")) == []

@@ -60,6 +60,10 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     INVALID_STATUS = "InvalidStatus"
     INTERNAL_ERROR = "InternalError"
+    #: The spec names a Nimbus endpoint or a URL the operator's endpoint policy does not allow.
+    ENDPOINT_REFUSED = "EndpointRefused"
+    #: A Secret or a key the spec's ``metrics.auth`` names is missing, unreadable or unusable.
+    CREDENTIALS_UNAVAILABLE = "CredentialsUnavailable"
     # Healthy, progressing, applied
     HEALTHY = "Healthy"
     STABLE = "Stable"
@@ -115,6 +119,8 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
     Reason.INVALID_STATUS: 5 * RETRY_WAITING_S,
     Reason.INTERNAL_ERROR: 5 * RETRY_WAITING_S,
+    Reason.ENDPOINT_REFUSED: None,
+    Reason.CREDENTIALS_UNAVAILABLE: RETRY_WAITING_S,
 }
 
 
