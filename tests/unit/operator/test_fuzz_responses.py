@@ -82,6 +82,7 @@ CALLS: dict[str, Callable[[NimbusClient], object]] = {
     "getTopologyInfoByNameWithOpts": lambda c: c.topology_info("t"),
     "getTopologyPageInfo": lambda c: c.topology_page("t-1"),
     "getUserTopology": lambda c: c.structure("t-1"),
+    "getTopologyConf": lambda c: c.topology_conf("t-1"),
 }
 I32 = st.integers(-(2**31), 2**31 - 1)
 PRIMITIVES: dict[int, st.SearchStrategy[Any]] = {
