@@ -42,7 +42,13 @@ def test_a_topology_that_fits_the_model_has_no_finding() -> None:
 
 @pytest.mark.parametrize(
     ("conf", "on"),
-    [({}, True), ({LOAD_AWARE_KEY: False}, True), ({LOAD_AWARE_KEY: "false"}, True), (OFF, False), ({LOAD_AWARE_KEY: "true"}, False)],
+    [
+        ({}, True),
+        ({LOAD_AWARE_KEY: False}, True),
+        ({LOAD_AWARE_KEY: "false"}, True),
+        (OFF, False),
+        ({LOAD_AWARE_KEY: "true"}, False),
+    ],
 )
 def test_load_aware_messaging_is_on_unless_the_conf_disables_it(conf: dict[str, Any], on: bool) -> None:
     assert load_aware(conf) is on
@@ -62,7 +68,9 @@ def test_load_aware_messaging_without_a_shuffle_input_is_no_finding() -> None:
     assert check({}, {"b": frozenset({"direct"})}, {}, {}) == check(OFF, {"b": frozenset({"direct"})}, {}, {})
 
 
-@pytest.mark.parametrize(("tasks", "units", "share"), [(8, 4, 1.0), (4, 3, 4 / 6), (8, 3, 8 / 9), (2, 4, 0.5)])
+@pytest.mark.parametrize(
+    ("tasks", "units", "share"), [(8, 4, 1.0), (4, 3, 4 / 6), (8, 3, 8 / 9), (2, 4, 0.5)]
+)
 def test_the_capacity_share_is_tasks_over_units_times_the_largest_executor(
     tasks: int, units: int, share: float
 ) -> None:
@@ -86,7 +94,11 @@ def test_a_component_without_known_tasks_is_no_division_finding() -> None:
 
 @pytest.mark.parametrize("grouping", sorted(UNCOVERED))
 def test_each_uncovered_grouping_is_a_finding_naming_the_components_it_feeds(grouping: str) -> None:
-    groupings = {"b": frozenset({"shuffle", grouping}), "c": frozenset({grouping}), "d": frozenset({"shuffle"})}
+    groupings = {
+        "b": frozenset({"shuffle", grouping}),
+        "c": frozenset({grouping}),
+        "d": frozenset({"shuffle"}),
+    }
     findings = check(OFF, groupings, EVEN, TASKS)
     assert [(f.assumption, f.components) for f in findings] == [(f"{grouping} grouping", ("b", "c"))]
     assert findings[0].effect == UNCOVERED[grouping]

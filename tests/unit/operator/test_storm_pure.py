@@ -124,12 +124,9 @@ def test_every_grouping_decodes_from_the_wire_by_name() -> None:
         "object_partial": NIMBUS.JavaObject("org.apache.storm.grouping.PartialKeyGrouping", []),
         "object_custom": NIMBUS.JavaObject("my.Grouping", [NIMBUS.JavaObjectArg(string_arg="k")]),
     }
-    bolts = {
-        name: NIMBUS.Bolt(common=common({NIMBUS.GlobalStreamId("a", "default"): g})) for name, g in groupings.items()
-    } | {
-        name: NIMBUS.Bolt(common=common({NIMBUS.GlobalStreamId("a", "default"): NIMBUS.Grouping(custom_object=o)}))
-        for name, o in objects.items()
-    }
+    every = groupings | {name: NIMBUS.Grouping(custom_object=o) for name, o in objects.items()}
+    source = NIMBUS.GlobalStreamId("a", "default")
+    bolts = {name: NIMBUS.Bolt(common=common({source: g})) for name, g in every.items()}
     topology = NIMBUS.StormTopology(spouts={"a": NIMBUS.SpoutSpec(common=common({}))}, bolts=bolts)
     structure = decode.topology_structure(wire(topology))
     decoded = {name: dict(c.inputs)[A] for name, c in structure.components.items() if name != "a"}
@@ -147,7 +144,7 @@ def test_the_topology_conf_decodes_from_the_wire_as_a_json_object() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["[1, 2]", "\"conf\"", "{not json", "[" * 100_000 + "]" * 100_000, "{" + " " * decode.MAX_CONF_CHARS + "}"],
+    ["[1, 2]", '"conf"', "{not json", "[" * 100_000 + "]" * 100_000, "{" + " " * decode.MAX_CONF_CHARS + "}"],
 )
 def test_a_topology_conf_that_is_no_bounded_json_object_is_a_value_error(raw: str) -> None:
     with pytest.raises(ValueError, match=r"topology conf|Expecting|delimiter"):

@@ -32,7 +32,7 @@ LOAD_AWARE_ERROR = "~19 %"
 UNCOVERED: Mapping[str, str] = {
     "fields": "key skew: the busiest executor sets the capacity, not the mean",
     "global": "every tuple goes to one task: units beyond one add no capacity",
-    "partial_key": "each key split over two tasks: skew halved, not gone; the busiest executor sets the capacity",
+    "partial_key": "each key split over two tasks: skew halved, not gone; the busiest executor rules",
     "custom": "the split is the custom grouping's own: the even split may not hold",
     "direct": "the emitter picks the task: the split is the application's, not even",
     "all": "every executor gets every tuple: more units add no capacity",
