@@ -93,6 +93,7 @@ PRIMITIVES: dict[int, st.SearchStrategy[Any]] = {
     TType.I64: st.integers(-(2**63), 2**63 - 1),
     TType.DOUBLE: st.floats(allow_nan=True, allow_infinity=True),
     TType.STRING: st.one_of(st.text(max_size=8), st.sampled_from(["default", "__system", "t", ""])),
+    TType.BINARY: st.one_of(st.binary(max_size=8), st.just(b"PartialKeyGrouping")),
 }
 
 
