@@ -262,7 +262,7 @@ class NimbusClient:
         return self._read(decode.topology_structure, "getUserTopology", topology_id)
 
     def topology_conf(self, topology_id: str) -> dict[str, Any]:
-        """The conf a topology runs with (its submitted conf merged over Storm's defaults), by id."""
+        """The topology's conf as Nimbus stores it (as submitted, rebalances' overrides merged), by id."""
         return self._read(decode.topology_conf, "getTopologyConf", topology_id)
 
     def rebalance(self, name: str, request: RebalanceRequest, validate: bool = True) -> None:
