@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from stormscale.operator.policy import PlacementKind, ProfileSource
 from stormscale.operator.status import PendingApply, PlacementStatus, Reason, StormTopologyStatus
@@ -92,6 +92,10 @@ class StormTopologyState:
     supervisor_slots: Mapping[str, int] = field(default_factory=dict)
     #: What Nimbus's scheduler says of the topology (``sched_status``; empty: nothing).
     sched_status: str = ""
+    #: The topology's conf from Nimbus (``None``: not read).
+    conf: Mapping[str, Any] | None = None
+    #: The groupings of each user component's inputs (``None``: not read).
+    groupings: Mapping[str, frozenset[str]] | None = None
 
     @property
     def system_executors(self) -> dict[str, int]:

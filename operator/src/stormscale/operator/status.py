@@ -25,7 +25,10 @@ SCALING_LIMITED = "ScalingLimited"
 #: Only with ``spec.metrics.profile: Published``: True while plans rest on the fleet job's ConfigMap,
 #: False (with why) while they fall back to the in-process profile.
 PUBLISHED_PROFILE = "PublishedProfile"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED, PUBLISHED_PROFILE)
+#: True while the topology's conf and graph fit the model's assumptions (even shuffle splits, units
+#: that divide tasks); False lists those that do not. The operator plans either way.
+ASSUMPTIONS_CHECKED = "AssumptionsChecked"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED, PUBLISHED_PROFILE, ASSUMPTIONS_CHECKED)
 MAX_MESSAGE = 32768  # metav1.Condition's limit
 
 
@@ -85,6 +88,9 @@ class Reason(StrEnum):
     PUBLISHED_PROFILE_STALE = "PublishedProfileStale"
     PUBLISHED_PROFILE_INVALID = "PublishedProfileInvalid"
     PUBLISHED_PROFILE_UNAVAILABLE = "PublishedProfileUnavailable"
+    # AssumptionsChecked: the model's assumptions hold, or which do not (not Degraded)
+    MODEL_ASSUMPTIONS_HOLD = "ModelAssumptionsHold"
+    MODEL_ASSUMPTIONS_VIOLATED = "ModelAssumptionsViolated"
     # Events only
     SCALING_APPLIED = "ScalingApplied"
     BASELINE_REFRESHED = "BaselineRefreshed"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from stormscale.operator.adapters.errors import mapped
 from stormscale.operator.ports import Layout, RefusedError, StormTopologyState
 from stormscale.storm.client import NimbusClient
 from stormscale.storm.delivery import PlacementEndpoint
-from stormscale.storm.errors import NimbusUnavailableError
+from stormscale.storm.errors import NimbusError, NimbusUnavailableError
 from stormscale.storm.model import RebalanceRequest, is_system
 from stormscale.storm.placement import PLACEMENT_KEY, Placement, PlacementError, rebalance_request
 from stormscale.storm.stats import executors_per_component, tasks_per_component
@@ -34,6 +35,7 @@ class NimbusPort:
             raise RefusedError(f"topology {topology!r} is not running on Nimbus")
         info = self.client.topology_info(topology)
         supervisors = self.client.cluster_summary().supervisors
+        conf, groupings = self._model_inputs(summary.id)
         return StormTopologyState(
             status=info.status,
             executors=executors_per_component(info),
@@ -43,7 +45,25 @@ class NimbusPort:
             assignment=info.executors,
             supervisor_slots={s.host: s.slots for s in supervisors},
             sched_status=info.sched_status,
+            conf=conf,
+            groupings=groupings,
         )
+
+    def _model_inputs(
+        self, topology_id: str
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, frozenset[str]] | None]:
+        """The topology's conf and its components' input groupings, or ``None`` for each that Nimbus
+        did not give (an older Nimbus, a bad answer): the model's assumptions then go unchecked."""
+        try:
+            conf: Mapping[str, Any] | None = self.client.topology_conf(topology_id)
+        except NimbusError:
+            conf = None
+        try:
+            structure = self.client.structure(topology_id)
+        except NimbusError:
+            return conf, None
+        groupings = {c.id: frozenset(c.inputs.values()) for c in structure.components.values()}
+        return conf, groupings
 
     def rebalance(
         self,
