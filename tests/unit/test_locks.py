@@ -59,7 +59,9 @@ def test_every_declared_pin_is_in_the_lock_at_its_version(which: str) -> None:
     assert drift == {}, f"{lock.name} disagrees with the declared pins (declared, locked): run make lock"
 
 
-@pytest.mark.parametrize("lock", [DEV_LOCK, OPERATOR_LOCK, PUBLISHER_LOCK], ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize(
+    "lock", [DEV_LOCK, OPERATOR_LOCK, PUBLISHER_LOCK], ids=lambda p: str(p.relative_to(REPO))
+)
 def test_every_locked_package_carries_sha256_hashes_and_no_local_package(lock: Path) -> None:
     hashes = lock_hashes(lock)
     assert set(hashes) == set(lock_pins(lock))
