@@ -9,12 +9,39 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml spark/pyproject.toml
+# Every download is hash-checked: pip itself from the lock (its entry, hashes included), then the whole lock
+# (pinned tools, the packages' runtime dependencies, the pinned build backend), then the three local
+# packages, editable, with no dependency resolution and no isolated build (the backend comes from the
+# lock), so nothing unhashed is fetched.
+$(STAMP): requirements-dev.lock requirements-dev.txt planner/pyproject.toml operator/pyproject.toml spark/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark,publish]' -e operator
+	$(BIN)/python -m pip install --quiet --require-hashes -r <(awk '/^pip==/ {p = 1} p {print} p && !/\\$$/ {exit}' requirements-dev.lock)
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e planner -e spark -e operator
 	@touch $@
+
+# lock: regenerate the hash-locked requirements (uv pip compile --generate-hashes, for CPython 3.11 on Linux
+# x86_64) from the declared pins: requirements-dev.lock (make venv: requirements-dev.txt and the three
+# packages with every extra), operator/requirements.lock (the operator image: planner, aggregation without
+# Spark, operator) and spark/requirements.lock (the publisher image: planner, aggregation[spark,publish]).
+# Each also pins the build backend of requirements-build.txt. Versions already in a lock are kept
+# (UPGRADE=1 takes the newest that fit). tests/unit/test_locks.py fails when a lock disagrees with a pin.
+UV_VERSION := 0.13.8
+UV := .cache/tools/uv-$(UV_VERSION)/bin/uv
+LOCAL_PACKAGES := stormscale-planner stormscale-aggregation stormscale-operator
+COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command 'make lock' \
+	$(foreach p,$(LOCAL_PACKAGES),--no-emit-package $(p)) $(if $(UPGRADE),--upgrade)
+.PHONY: lock
+lock: $(UV)
+	printf '%s\n' -r requirements-dev.txt -r requirements-build.txt './planner[plot]' './spark[spark,publish]' ./operator \
+	  | $(COMPILE) - -o requirements-dev.lock
+	printf '%s\n' -r requirements-build.txt ./planner ./spark ./operator | $(COMPILE) - -o operator/requirements.lock
+	printf '%s\n' -r requirements-build.txt ./planner './spark[spark,publish]' | $(COMPILE) - -o spark/requirements.lock
+
+$(UV):
+	$(PYTHON) -m venv $(dir $(UV))..
+	$(dir $(UV))pip install --quiet uv==$(UV_VERSION)
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
 demo: venv prometheus

@@ -29,6 +29,7 @@ from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
+from tests.harness.locks import lock_pins, pins
 from tests.harness.process import free_port, http_ok
 from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
@@ -350,13 +351,10 @@ def test_image_contents_install_and_the_entry_point_serves_health(
         text=True,
         check=True,
     ).stdout.splitlines()
-    lock = [
-        line
-        for line in (REPO / "operator" / "requirements.lock").read_text().splitlines()
-        if not line.startswith("#")
-    ]
-    installed_deps = sorted(line for line in frozen if not line.startswith("stormscale-"))
-    assert installed_deps == sorted(lock), "operator/requirements.lock is stale: run operator/image/lock.sh"
+    # pip freeze leaves out pip and setuptools (the lock's build backend)
+    lock = {n: v for n, v in lock_pins(REPO / "operator" / "requirements.lock").items() if n != "setuptools"}
+    installed_deps = {n: v for n, v in pins(frozen).items() if not n.startswith("stormscale-")}
+    assert installed_deps == lock, "operator/requirements.lock is stale: run make lock"
     assert not any(line.lower().startswith("pyspark") for line in frozen)  # no Spark in the image
     namespace = f"img-{secrets.token_hex(3)}"
     control_plane.kubectl("create", "namespace", namespace)
