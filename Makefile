@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-faults bench-units bench-target accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-faults bench-units bench-target accuracy mutation clean image lock
 
 venv: $(STAMP)
 
@@ -162,6 +162,12 @@ scheduler-jar:
 ## prometheus: install Prometheus from Debian's package if /usr/bin/prometheus is missing (root)
 prometheus:
 	bash tests/harness/assets/install_prometheus.sh
+
+## image: build the operator's image (Dockerfile) and the publisher's (spark/Dockerfile) with buildah, no Docker
+## engine, on a stand-in python:3.11-slim made from Debian packages (installs buildah and mmdebstrap, needs
+## root; storage under .cache/images; rebuilt only when the Dockerfile or the files it copies change); docs/operator/images.md
+image:
+	nice -n 19 bash operator/image/build_images.sh
 
 ## storm-up: start ZooKeeper, Nimbus and SUPERVISORS Supervisors in the background (state under .run/storm)
 SUPERVISORS ?= 1
