@@ -179,3 +179,28 @@ def test_the_operator_may_get_secrets_where_it_watches_unless_told_not_to() -> N
     assert secret_rules(render()) == [("ClusterRole", "", ["get"])]
     assert secret_rules(render("watchNamespaces={a,b}")) == [("Role", "a", ["get"]), ("Role", "b", ["get"])]
     assert secret_rules(render("rbac.readSecrets=false")) == []
+
+
+def schema_problems(node: object, path: str = "") -> list[str]:
+    """Every ``properties`` entry of a CRD schema that is not itself a schema (a mapping): what YAML
+    makes of an unquoted comma in a flow mapping (``{description: a, b}`` reads ``b`` as a key)."""
+    problems: list[str] = []
+    if isinstance(node, dict):
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            problems += [f"{path}.properties.{k}" for k, v in properties.items() if not isinstance(v, dict)]
+        for key, value in node.items():
+            problems += schema_problems(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            problems += schema_problems(value, f"{path}[{i}]")
+    return problems
+
+
+def test_every_crd_property_is_a_schema() -> None:
+    assert schema_problems({"properties": {"a": {"type": "string"}, "in the namespace": None}}) == [
+        ".properties.in the namespace"
+    ]
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            assert schema_problems(document) == [], path.name
