@@ -181,26 +181,41 @@ def test_the_operator_may_get_secrets_where_it_watches_unless_told_not_to() -> N
     assert secret_rules(render("rbac.readSecrets=false")) == []
 
 
+SCHEMA_KEYWORDS = {
+    "type", "description", "title", "properties", "items", "additionalProperties", "required", "enum",
+    "format", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+    "default", "nullable", "anyOf", "allOf", "oneOf", "not", "example",
+}  # fmt: skip
+
+
 def schema_problems(node: object, path: str = "") -> list[str]:
-    """Every ``properties`` entry of a CRD schema that is not itself a schema (a mapping): what YAML
-    makes of an unquoted comma in a flow mapping (``{description: a, b}`` reads ``b`` as a key)."""
-    problems: list[str] = []
-    if isinstance(node, dict):
-        properties = node.get("properties")
-        if isinstance(properties, dict):
-            problems += [f"{path}.properties.{k}" for k, v in properties.items() if not isinstance(v, dict)]
-        for key, value in node.items():
-            problems += schema_problems(value, f"{path}.{key}")
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            problems += schema_problems(value, f"{path}[{i}]")
+    """Every key of a CRD schema node that is no OpenAPI keyword (nor ``x-kubernetes-*``), and every
+    sub-schema that is not a mapping: what YAML makes of an unquoted comma in a flow mapping
+    (``{description: a, b}`` reads ``b`` as a key), which the API server refuses on a re-apply."""
+    if not isinstance(node, dict):
+        return [f"{path}: not a schema"]
+    problems = [
+        f"{path}: {key!r}"
+        for key in node
+        if key not in SCHEMA_KEYWORDS and not str(key).startswith("x-kubernetes-")
+    ]
+    for name, sub in (node.get("properties") or {}).items():
+        problems += schema_problems(sub, f"{path}.{name}")
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(node.get(key), dict):
+            problems += schema_problems(node[key], f"{path}.{key}")
+    for key in ("anyOf", "allOf", "oneOf"):
+        for i, sub in enumerate(node.get(key) or []):
+            problems += schema_problems(sub, f"{path}.{key}[{i}]")
     return problems
 
 
-def test_every_crd_property_is_a_schema() -> None:
-    assert schema_problems({"properties": {"a": {"type": "string"}, "in the namespace": None}}) == [
-        ".properties.in the namespace"
-    ]
+def test_every_crd_schema_node_holds_only_schema_keywords() -> None:
+    broken = yaml.safe_load("{type: object, properties: {name: {type: string, description: a, in b}}}")
+    assert schema_problems(broken) == [".name: 'in b'"]
     for path in sorted((REPO / "crds").glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):
-            assert schema_problems(document) == [], path.name
+            for version in document["spec"]["versions"]:
+                schema = version["schema"]["openAPIV3Schema"]
+                assert schema_problems(schema) == [], f"{path.name} {version['name']}"
