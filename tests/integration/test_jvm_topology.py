@@ -272,8 +272,7 @@ def test_jvm_spout_rate_and_bolt_selectivity_and_cost_when_free_flowing(
     assert window.rate("3", "executed") == pytest.approx(SELECTIVITY * emitted, rel=0.10), summary
     # wall time per tuple ≥ its CPU time (less Storm's millisecond rounding), and not much more: the
     # bed's other daemons (API server, ZooKeeper, Nimbus, a Supervisor, Prometheus) share the two cores
-    # with the worker (1.23 × and 1.32 × on a quiet machine, 2026-11-28; a bolt starved of CPU by its
-    # cgroup reads 2 × and more)
+    # with the worker (1.23 × and 1.32 × on a quiet machine, 2026-11-28)
     assert 0.9 <= latency / (FREE_COST_US / 1000) <= 1.4, summary
 
 
