@@ -17,8 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from stormscale.storm.errors import NimbusUnavailableError, RequestRejectedError, one_line, redact
-from stormscale.storm.samples.fetch import DeadlineExceededError
-from stormscale.storm.samples.fetch import _connection as deadline_connection
+from stormscale.storm.samples.fetch import DeadlineExceededError, deadline_connection
 
 #: The endpoint's path; the topology id follows.
 PLACEMENTS_PATH = "/v1/placements/"

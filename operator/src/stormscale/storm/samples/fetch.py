@@ -135,7 +135,7 @@ class _DeadlineSocket:
         ``Connection: close`` answer); the call closes the socket itself once it is done."""
 
 
-def _connection(
+def deadline_connection(
     url: str, deadline: float, ca_file: str | None, tls: ssl.SSLContext | None = None
 ) -> tuple[http.client.HTTPConnection, socket.socket]:
     """A connected HTTP(S) connection to ``url``'s host whose socket obeys ``deadline``, and that
@@ -223,7 +223,7 @@ class Call:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _once(self, target: str, deadline: float) -> tuple[Answer, float | None]:
-        conn, sock = _connection(self.url, deadline, self.ca_file, self.auth.context)
+        conn, sock = deadline_connection(self.url, deadline, self.ca_file, self.auth.context)
         try:
             headers = {
                 "Accept": "application/json",
