@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import http.server
+import io
 import json
+import logging
 import shutil
 import ssl
 import subprocess
@@ -367,3 +369,23 @@ def test_the_log_filter_redacts_arguments_tracebacks_and_survives_a_bad_format()
     bad = logging.LogRecord("stormscale.operator", logging.INFO, __file__, 1, "%d of %d", (TOKEN,), None)
     assert RedactingFilter().filter(bad)
     assert TOKEN not in logging.Formatter().format(bad)
+
+
+def test_every_line_the_root_handlers_write_is_redacted_kopf_s_loggers_included() -> None:
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    register_secrets(OWNER, [TOKEN])
+    try:
+        handlers.redact_every_handler(root)
+        handlers.redact_every_handler(root)  # once is enough: not a second filter
+        logging.getLogger("kopf.objects").error("Handler failed: http://admin:%s@prometheus:9090", PASSWORD)
+        logging.getLogger("urllib3.connectionpool").warning("header 'Bearer %s'", TOKEN)
+    finally:
+        root.removeHandler(handler)
+    assert len(handler.filters) == 1
+    assert "http://***@prometheus:9090" in written.getvalue()
+    assert "header 'Bearer ***'" in written.getvalue()
+    assert TOKEN not in written.getvalue()
+    assert PASSWORD not in written.getvalue()

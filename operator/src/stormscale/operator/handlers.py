@@ -236,6 +236,14 @@ def set_peering(settings: kopf.OperatorSettings, identity: str | None, lifetime:
         settings.peering.lifetime = peering_lifetime(lifetime)
 
 
+def redact_every_handler(root: logging.Logger) -> None:
+    """Put the redacting filter on every handler of ``root`` (once): a logger's own filter sees only
+    its own records, a handler's sees every record it writes, Kopf's loggers and libraries' included."""
+    for handler in root.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Kopf tuning, in one place."""
@@ -243,6 +251,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         set_peering(settings, os.environ.get(PEERING_IDENTITY_ENV), os.environ.get(PEERING_LIFETIME_ENV))
     except ValueError as err:
         raise kopf.PermanentError(str(err)) from None
+    redact_every_handler(logging.getLogger())  # Kopf configured its handlers before the startup handlers
     # Keep Kopf's bookkeeping in annotations: our status schema is strict and would refuse Kopf's fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
