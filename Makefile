@@ -23,7 +23,8 @@ $(STAMP): requirements-dev.lock requirements-dev.txt planner/pyproject.toml oper
 # lock: regenerate the hash-locked requirements (uv pip compile --generate-hashes, for CPython 3.11 on Linux
 # x86_64) from the declared pins: requirements-dev.lock (make venv: requirements-dev.txt and the three
 # packages with every extra), operator/requirements.lock (the operator image: planner, aggregation without
-# Spark, operator) and spark/requirements.lock (the publisher image: planner, aggregation[spark,publish]).
+# Spark, operator), spark/requirements.lock (the publisher image: planner, aggregation[spark,publish]) and
+# requirements-mutation.lock (make mutation: cosmic-ray, constrained to the versions make venv installs).
 # Each also pins the build backend of requirements-build.txt. Versions already in a lock are kept
 # (UPGRADE=1 takes the newest that fit). tests/unit/test_locks.py fails when a lock disagrees with a pin.
 UV_VERSION := 0.13.8
@@ -38,6 +39,7 @@ lock: $(UV)
 	  | $(COMPILE) - -o requirements-dev.lock
 	printf '%s\n' -r requirements-build.txt ./planner ./spark ./operator | $(COMPILE) - -o operator/requirements.lock
 	printf '%s\n' -r requirements-build.txt ./planner './spark[spark,publish]' | $(COMPILE) - -o spark/requirements.lock
+	printf '%s\n' -r requirements-mutation.txt | $(COMPILE) - -c requirements-dev.lock -o requirements-mutation.lock
 
 $(UV):
 	$(PYTHON) -m venv $(dir $(UV))..
@@ -120,9 +122,9 @@ bench-target: venv prometheus
 accuracy: venv prometheus
 	$(BIN)/python -m bench.accuracy
 
-## mutation: mutation testing (cosmic-ray, pinned in requirements-mutation.txt) of the planner's core and the operator's pass (reconcile, decision, realizer), autoscale and policy, in a copy of the tree under .run/mutation; prints the score per module (tests/mutation/score.py; hours; not part of make test; MUTATE=tests/mutation/{planner,reconcile,autoscale,policy}.toml for one part)
+## mutation: mutation testing (cosmic-ray, pinned in requirements-mutation.txt, installed from its hashed lock) of the planner's core and the operator's pass (reconcile, decision, realizer), autoscale and policy, in a copy of the tree under .run/mutation; prints the score per module (tests/mutation/score.py; hours; not part of make test; MUTATE=tests/mutation/{planner,reconcile,autoscale,policy}.toml for one part)
 mutation: venv
-	$(BIN)/python -m pip install --quiet -r requirements-mutation.txt
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-mutation.lock
 	bash tests/mutation/run.sh
 
 clean:

@@ -14,6 +14,7 @@ from tests.harness.paths import REPO_ROOT as REPO
 DEV_LOCK = REPO / "requirements-dev.lock"
 OPERATOR_LOCK = REPO / "operator" / "requirements.lock"
 PUBLISHER_LOCK = REPO / "spark" / "requirements.lock"
+MUTATION_LOCK = REPO / "requirements-mutation.lock"
 PLANNER = REPO / "planner" / "pyproject.toml"
 AGGREGATION = REPO / "spark" / "pyproject.toml"
 OPERATOR = REPO / "operator" / "pyproject.toml"
@@ -45,6 +46,7 @@ DECLARED = {
         PUBLISHER_LOCK,
         {**BUILD, **project_pins(PLANNER), **project_pins(AGGREGATION, ("spark", "publish"))},
     ),
+    "make mutation": (MUTATION_LOCK, file_pins(REPO / "requirements-mutation.txt")),
 }
 
 
@@ -60,7 +62,7 @@ def test_every_declared_pin_is_in_the_lock_at_its_version(which: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "lock", [DEV_LOCK, OPERATOR_LOCK, PUBLISHER_LOCK], ids=lambda p: str(p.relative_to(REPO))
+    "lock", [DEV_LOCK, OPERATOR_LOCK, PUBLISHER_LOCK, MUTATION_LOCK], ids=lambda p: str(p.relative_to(REPO))
 )
 def test_every_locked_package_carries_sha256_hashes_and_no_local_package(lock: Path) -> None:
     hashes = lock_hashes(lock)
@@ -74,6 +76,14 @@ def test_every_locked_package_carries_sha256_hashes_and_no_local_package(lock: P
 def test_the_build_backend_is_pinned_as_requirements_build_says(pyproject: Path) -> None:
     assert build_pins(pyproject) == BUILD
     assert BUILD
+
+
+def test_mutation_testing_installs_into_the_dev_venv_without_changing_a_version_in_it() -> None:
+    """``make mutation`` installs its lock into the venv ``make venv`` built from the dev lock."""
+    dev, mutation = lock_pins(DEV_LOCK), lock_pins(MUTATION_LOCK)
+    shared = set(dev) & set(mutation)
+    assert shared, "cosmic-ray shares dependencies with the dev tools"
+    assert {name: (dev[name], mutation[name]) for name in shared if dev[name] != mutation[name]} == {}
 
 
 def test_a_changed_pin_is_caught() -> None:
