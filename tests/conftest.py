@@ -4,10 +4,10 @@ skipped a test fails; SIGTERM stops a run as Ctrl-C does (fixtures stop the daem
 from __future__ import annotations
 
 import os
-import signal
-from types import FrameType
 
 import pytest
+
+from tests.harness.process import interrupt_on_sigterm
 
 pytest_plugins: list[str] = [
     "tests.harness.kubernetes.fixtures",
@@ -20,11 +20,7 @@ pytest_plugins: list[str] = [
 def pytest_configure(config: pytest.Config) -> None:
     """A run stopped by SIGTERM (a CI timeout, ``kill``) tears its fixtures down like Ctrl-C: without
     this, Python dies at once and leaves the test bed's JVMs, etcd and Prometheus running."""
-    signal.signal(signal.SIGTERM, _interrupt)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
+    interrupt_on_sigterm()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

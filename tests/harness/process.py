@@ -37,6 +37,17 @@ class DaemonError(RuntimeError):
     """A daemon exited, did not become ready or refused a request; the message carries its log tails."""
 
 
+def interrupt_on_sigterm() -> None:
+    """SIGTERM (``kill``, a CI timeout) raises ``KeyboardInterrupt`` as Ctrl-C does, so that the
+    context managers and fixtures of a test run or a benchmark stop the daemons they started: by
+    default Python dies at once and leaves the test bed's JVMs, etcd and Prometheus running."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def new_run_dir(prefix: str) -> Path:
     """A fresh directory ``.run/<prefix><timestamp>-<random>/`` for one run's state and logs."""
     path = RUN_ROOT / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"

@@ -1,4 +1,5 @@
-"""The suite's own guards (tests/conftest.py): SIGTERM tears fixtures down, and a skip fails the run."""
+"""The suite's own guards (tests/conftest.py): SIGTERM tears fixtures down, and a skip fails the run;
+a benchmark stopped by SIGTERM stops what it started too (bench/__init__.py)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,39 @@ def test_sigterm_runs_the_fixture_teardown(tmp_path: Path) -> None:
     finally:
         test_file.unlink()
     assert marker.read_text() == "torn down", output
+    assert run.returncode != 0
+
+
+SLOW_BENCH = """
+import contextlib, time
+import bench
+
+@contextlib.contextmanager
+def daemon():
+    try:
+        yield
+    finally:
+        open({marker!r}, "w").write("stopped")
+
+with daemon():
+    open({started!r}, "w").write("started")
+    time.sleep(120)
+"""
+
+
+def test_sigterm_stops_a_benchmark_s_daemons(tmp_path: Path) -> None:
+    marker, started = tmp_path / "marker", tmp_path / "started"
+    run = subprocess.Popen(
+        [sys.executable, "-c", SLOW_BENCH.format(marker=str(marker), started=str(started))],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert wait_for_file(started, 60), run.communicate(timeout=5)[0] if run.poll() is not None else ""
+    run.send_signal(signal.SIGTERM)
+    output, _ = run.communicate(timeout=60)
+    assert marker.read_text() == "stopped", output
     assert run.returncode != 0
 
 
