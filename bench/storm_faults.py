@@ -25,8 +25,9 @@ again, as Kubernetes would restart its pod. Each run then checks what a user rel
 * the rebalance's effect is there once: the executors Nimbus runs per component are the plan's
   (``status.units``), the worker Deployment's replicas are the pods those units need, and one
   ``ScalingApplied`` event announces the budget (nothing applied twice);
-* nothing is lost: every record the load produced from the apply to the convergence reaches the
-  sink (its ``seen`` files) within :data:`DRAIN_S` (at-least-once: repeats are counted, not failed).
+* nothing is lost: every record the load produced from the previous run's convergence (the first
+  run: from the start) to this one's reaches the sink (its ``seen`` files) within :data:`DRAIN_S`
+  (at-least-once: repeats are counted, not failed).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.operator_faults import next_budget
+from tests.harness.kafka.seen import read_seen
 from tests.harness.process import signal_group
 from tests.harness.waiting import seconds_until
 
@@ -130,6 +132,17 @@ def phase_of(now: RealObserved, budget: int) -> str:
     return PHASES[0]
 
 
+def is_converged(status: Mapping[str, Any], budget: int) -> bool:
+    """A StormTopology's status says ``budget`` is applied, Ready, and nothing is pending."""
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", []))
+    return status.get("appliedBudget") == budget and ready and not status.get("pending")
+
+
+def repeats(counts: Mapping[int, int], first: int, end: int) -> int:
+    """Lines beyond the first of each key of ``first .. end-1`` (at-least-once replays)."""
+    return sum(n - 1 for k, n in counts.items() if first <= k < end and n > 1)
+
+
 def pods_for(units: Mapping[str, int], slots_per_pod: int) -> int:
     """The worker pods a plan needs: ⌈Σ units / slots per pod⌉ (one unit is one slot)."""
     return math.ceil(sum(units.values()) / slots_per_pod)
@@ -158,8 +171,8 @@ class RealRun:
     slots_per_pod: int
     #: ScalingApplied events posted during the run.
     applied_events: int
-    #: The run's records: keys ``first_key .. end_key-1`` (what the load produced from the apply to
-    #: the convergence), those the sink never saw within DRAIN_S, and lines seen more than once.
+    #: The run's records: keys ``first_key .. end_key-1`` (what the load produced from the previous
+    #: run's convergence to this one's), those the sink never saw within DRAIN_S, and repeated lines.
     first_key: int
     end_key: int
     missing: tuple[int, ...] = ()
@@ -262,6 +275,10 @@ class RealBed:
     load: LoadGenerator
     rng: random.Random
     say: Callable[[str], None]
+    #: The end of the keys the runs so far have checked: the next run checks from here.
+    checked_to: int = 0
+    #: What :func:`revive` found while a run waited (taken by the run).
+    found: list[str] = field(default_factory=list)
 
     def observe(self) -> RealObserved:
         from kubernetes import client
@@ -297,12 +314,30 @@ class RealBed:
             units[e.component] = units.get(e.component, 0) + 1
         return units
 
-    def converged(self, budget: int) -> bool:
+    def status(self) -> dict[str, Any]:
+        """The StormTopology's status now ({} while the API server does not answer)."""
+        from kubernetes import client
+
+        from stormscale.operator.adapters.kube import GROUP, PLURAL, VERSION
+
+        custom = client.CustomObjectsApi(self.stack.api)
         try:
-            now = self.observe()
+            body = custom.get_namespaced_custom_object(
+                GROUP, VERSION, self.stack.namespace, PLURAL, self.scenario.name
+            )
         except Exception:  # the API server busy: look again
-            return False
-        return now.applied_budget == budget and now.ready and not now.pending
+            return {}
+        status: dict[str, Any] = body.get("status") or {}
+        return status
+
+    def converged(self, budget: int) -> bool:
+        """``budget`` applied, Ready, nothing pending; Nimbus restarted meanwhile if it died."""
+        self.found += revive(self)
+        return is_converged(self.status(), budget)
+
+    def intent_or_done(self, budget: int) -> bool:
+        status = self.status()
+        return bool(status.get("pending")) or is_converged(status, budget)
 
     def produced_keys(self) -> int:
         """The end of the keys the broker has acknowledged so far (keys start at the load's first)."""
@@ -435,11 +470,11 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
     """Apply the next budget, inject ``fault`` once the intent is saved, check what it converged to."""
     before = bed.observe()
     budget = next_budget(before.applied_budget)
-    first_key = bed.produced_keys()
+    first_key = bed.checked_to
     applied_at = time.monotonic()
     bed.stack.apply_budget(bed.scenario, budget)
     intent = seconds_until(
-        lambda: bed.observe().pending or bed.converged(budget),
+        lambda: bed.intent_or_done(budget),
         INTENT_S,
         "the intent",
         every_s=0.25,
@@ -454,8 +489,10 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
     took = seconds_until(
         lambda: bed.converged(budget), CONVERGE_S, "converged", every_s=POLL_S, raise_on_timeout=False
     )
+    found += bed.found
+    bed.found = []
     after = bed.observe()
-    end_key = bed.produced_keys()
+    end_key = bed.checked_to = bed.produced_keys()
     drained = seconds_until(
         lambda: not missing_keys(bed.stack.seen_keys(bed.scenario), first_key, end_key),
         DRAIN_S,
@@ -463,8 +500,8 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
         every_s=2.0,
         raise_on_timeout=False,
     )
-    seen = bed.stack.seen_report(bed.scenario, end_key)
-    missing = tuple(k for k in seen.missing if k >= first_key)
+    counts = read_seen(bed.stack.seen_dir(bed.scenario))
+    missing = tuple(missing_keys(set(counts), first_key, end_key))
     events = new_reasons(before.reasons, after.reasons)
     if bed.load.failed:
         found.append(f"the producer gave up on {bed.load.failed} records so far")
@@ -482,11 +519,17 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
         first_key=first_key,
         end_key=end_key,
         missing=missing,
-        duplicates=seen.duplicates,
+        duplicates=repeats(counts, first_key, end_key),
         drained_s=drained,
         found=tuple(found),
         reasons=events,
     )
+
+
+def broken_run(fault: RealFault, index: int, key: int, why: str) -> RealRun:
+    """A run that could not be carried out (the bed raised): no convergence, the reason as found."""
+    nothing = RealObserved(False, None, False, 0, {}, {})
+    return RealRun(fault, index, 0, 0.0, PHASES[0], 0.0, None, nothing, 1, 0, key, key, found=(why,))
 
 
 def scenario() -> Scenario:
@@ -518,10 +561,14 @@ def run_real_faults(
         stack.apply_budget(target, 0)
         stack.wait_applied(target, 0)
         wait_running(stack, target, len(target.components))
-        bed = RealBed(stack, target, load, random.Random(seed), progress)
+        bed = RealBed(stack, target, load, random.Random(seed), progress, checked_to=load.first_key)
+        progress(f"[faults] budget 0 applied; the runs check the records from key {bed.checked_to} on")
         for fault in faults:
             for index in range(runs):
-                run = one_run(bed, fault, index)
+                try:
+                    run = one_run(bed, fault, index)
+                except Exception as err:  # the bed broke: say so in the table, go on with the next run
+                    run = broken_run(fault, index, bed.checked_to, f"the run broke: {err!r}"[:300])
                 done.append(run)
                 progress(line(run))
         load.stop()

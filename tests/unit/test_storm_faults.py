@@ -13,11 +13,13 @@ from bench.storm_faults import (
     RealObserved,
     RealRun,
     fault_table,
+    is_converged,
     is_worker_jvm,
     missing_keys,
     new_reasons,
     phase_of,
     pods_for,
+    repeats,
 )
 
 PLAN = {"1": 1, "2": 2, "3": 2, "4": 1}
@@ -172,3 +174,18 @@ def test_the_benchmark_selects_the_real_faults_by_name_or_all_five_as_real() -> 
     ]
     assert bench.parse_faults("operator-kill,real,kafka-restart") == [Fault.OPERATOR_KILL, *RealFault]
     assert bench.parse_faults("all") == list(Fault)  # all: the fake-Nimbus and metrics faults, as before
+
+
+def test_converged_is_the_budget_applied_ready_and_nothing_pending() -> None:
+    ready = [{"type": "Ready", "status": "True"}]
+    assert is_converged({"appliedBudget": 2, "conditions": ready}, 2)
+    assert not is_converged({"appliedBudget": 1, "conditions": ready}, 2)
+    assert not is_converged({"appliedBudget": 2, "conditions": ready, "pending": {"units": {}}}, 2)
+    assert not is_converged({"appliedBudget": 2, "conditions": [{"type": "Ready", "status": "False"}]}, 2)
+    assert not is_converged({}, 2)  # the API server did not answer
+
+
+def test_repeats_count_the_extra_lines_of_the_runs_keys_only() -> None:
+    counts = {1: 2, 2: 1, 3: 3, 9: 5}
+    assert repeats(counts, 0, 5) == 3
+    assert repeats(counts, 2, 3) == 0
