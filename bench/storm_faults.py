@@ -4,9 +4,10 @@ converged to: ``make bench-faults FAULTS=real`` (:mod:`bench.faults`).
 The bed: one :class:`~tests.harness.bed.stack.Stack` for every run of every fault (the API server,
 Nimbus with Stormscale's scheduler, ZooKeeper, Kafka, Prometheus, the worker pods' Supervisors, the
 operator as a ``kopf run`` process), with the Kafka-fed JVM linear topology on it and a steady load of
-:data:`LOAD_RATE` records/s (below what budget 0 carries, so that the sink keeps up and every record's
-arrival can be checked). Budget 0 is applied first; then each run ``kubectl apply``\\ s the next budget
-(1, 2, 1, ...: every run is an apply), waits for the operator's intent (``status.pending``), waits a
+:data:`LOAD_RATE` records/s, between what budget 0 carries and what budget 1 does: the plans of the two
+budgets differ (a budget the demand does not need adds no unit, and its apply changes nothing), so
+that every run is a rebalance. Budget 0 is applied first; then each run ``kubectl apply``\\ s the other
+of :data:`BUDGETS` (1, 0, 1, ...: out and in), waits for the operator's intent (``status.pending``), waits a
 random [0, :data:`INJECT_WITHIN_S`) s more (the rebalance and its verification follow the intent) and
 injects the fault (:class:`RealFault`):
 
@@ -26,8 +27,10 @@ again, as Kubernetes would restart its pod. Each run then checks what a user rel
   (``status.units``), the worker Deployment's replicas are the pods those units need, and one
   ``ScalingApplied`` event announces the budget (nothing applied twice);
 * nothing is lost: every record the load produced from the previous run's convergence (the first
-  run: from the start) to this one's reaches the sink (its ``seen`` files) within :data:`DRAIN_S`
-  (at-least-once: repeats are counted, not failed).
+  run: from the start) to this one's reaches the sink (its ``seen`` files). The sink falls behind at
+  budget 0 and catches up at budget 1, so this is checked once the runs are over: budget 1 applied,
+  the load stopped, the sink given :data:`DRAIN_S` to catch up (at-least-once: repeats are counted,
+  not failed).
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.operator_faults import next_budget
 from tests.harness.kafka.seen import read_seen
 from tests.harness.process import signal_group
 from tests.harness.waiting import seconds_until
@@ -59,9 +61,12 @@ if TYPE_CHECKING:
 NAMESPACE = "faults-real"
 #: Runs per fault unless ``--runs`` says otherwise (a run takes minutes on the real stack).
 RUNS = 10
-#: Records/s of the load: below budget 0's capacity (bolt 3 carries 12-13.6/s a unit), so the sink
-#: keeps up and the records of a run arrive within :data:`DRAIN_S` unless one is lost.
-LOAD_RATE = 6
+#: Records/s of the load: above budget 0's capacity (bolt 3, 12.5 ms a tuple, carries 12-13.6/s a
+#: unit at 200m) and below budget 1's (bolt 3 on two units; bolt 2, 8 ms a tuple, ~20/s a unit). At 6/s
+#: no budget added a unit (the plan met the demand at budget 0) and no apply rebalanced.
+LOAD_RATE = 16
+#: The runs' budgets, alternating: every run changes the plan (a scale-out, then a scale-in).
+BUDGETS = (1, 0)
 #: The load runs this long at most (longer than any bench; it is stopped at the end).
 LOAD_HOURS = 12
 #: From the apply, how long the operator may take to save its intent (it plans on a settled window:
@@ -72,9 +77,10 @@ INTENT_S = 420.0
 INJECT_WITHIN_S = 8.0
 #: From the fault's end, the operator must report the budget applied and Ready within this bound.
 CONVERGE_S = 480.0
-#: From the convergence, every record of the run must reach the sink within this bound (a KafkaSpout
-#: replays what a killed worker lost after the topology's message timeout).
-DRAIN_S = 240.0
+#: Once the runs are over (budget 1, the load stopped), every record must reach the sink within this
+#: bound (the backlog of the budget-0 phases, and what a KafkaSpout replays after the topology's
+#: message timeout for the tuples a killed worker lost).
+DRAIN_S = 600.0
 #: A restarted part stays down this long (seconds, uniform) before it starts again.
 DOWN_S = (1.0, 5.0)
 POLL_S = 1.0
@@ -172,13 +178,12 @@ class RealRun:
     #: ScalingApplied events posted during the run.
     applied_events: int
     #: The run's records: keys ``first_key .. end_key-1`` (what the load produced from the previous
-    #: run's convergence to this one's), those the sink never saw within DRAIN_S, and repeated lines.
+    #: run's convergence to this one's), those the sink never saw, and repeated lines (both filled
+    #: in once the runs are over: :func:`with_records`).
     first_key: int
     end_key: int
     missing: tuple[int, ...] = ()
     duplicates: int = 0
-    #: Seconds from the convergence until the sink had seen every record of the run (None: never).
-    drained_s: float | None = None
     #: What the fault's injection or the bed found wrong besides the common checks.
     found: tuple[str, ...] = ()
     #: Events posted by this run, by reason.
@@ -220,13 +225,12 @@ def is_worker_jvm(argv: Sequence[str]) -> bool:
 
 def line(run: RealRun) -> str:
     took = "never" if run.converged_s is None else f"{run.converged_s:.1f} s"
-    drained = "never" if run.drained_s is None else f"{run.drained_s:.1f} s"
     verdict = "; ".join(run.problems) or "ok"
     return (
         f"{run.fault} run {run.index + 1}: budget {run.budget}, fault {run.injected_after_s:.1f} s after "
         f"the intent ({run.phase}), down {run.outage_s:.1f} s, converged {took} after it, "
         f"{run.applied_events} ScalingApplied, units {run.after.status_units}, "
-        f"{run.end_key - run.first_key} records (all seen {drained} after, {run.duplicates} repeats): "
+        f"records {run.first_key}..{run.end_key - 1} ({len(run.missing)} lost, {run.duplicates} repeats): "
         f"{verdict}"
     )
 
@@ -493,15 +497,6 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
     bed.found = []
     after = bed.observe()
     end_key = bed.checked_to = bed.produced_keys()
-    drained = seconds_until(
-        lambda: not missing_keys(bed.stack.seen_keys(bed.scenario), first_key, end_key),
-        DRAIN_S,
-        "every record of the run at the sink",
-        every_s=2.0,
-        raise_on_timeout=False,
-    )
-    counts = read_seen(bed.stack.seen_dir(bed.scenario))
-    missing = tuple(missing_keys(set(counts), first_key, end_key))
     events = new_reasons(before.reasons, after.reasons)
     if bed.load.failed:
         found.append(f"the producer gave up on {bed.load.failed} records so far")
@@ -518,9 +513,6 @@ def one_run(bed: RealBed, fault: RealFault, index: int) -> RealRun:
         applied_events=events.get("ScalingApplied", 0),
         first_key=first_key,
         end_key=end_key,
-        missing=missing,
-        duplicates=repeats(counts, first_key, end_key),
-        drained_s=drained,
         found=tuple(found),
         reasons=events,
     )
@@ -530,6 +522,37 @@ def broken_run(fault: RealFault, index: int, key: int, why: str) -> RealRun:
     """A run that could not be carried out (the bed raised): no convergence, the reason as found."""
     nothing = RealObserved(False, None, False, 0, {}, {})
     return RealRun(fault, index, 0, 0.0, PHASES[0], 0.0, None, nothing, 1, 0, key, key, found=(why,))
+
+
+def next_budget(applied: int | None) -> int:
+    """The budget of the next run: the other of :data:`BUDGETS` than the applied one."""
+    return BUDGETS[1] if applied == BUDGETS[0] else BUDGETS[0]
+
+
+def with_records(run: RealRun, counts: Mapping[int, int]) -> RealRun:
+    """``run`` with its records checked against what the sink saw (``counts``: key → lines)."""
+    missing = tuple(missing_keys(set(counts), run.first_key, run.end_key))
+    return dataclasses.replace(run, missing=missing, duplicates=repeats(counts, run.first_key, run.end_key))
+
+
+def drain(bed: RealBed) -> tuple[int, float | None]:
+    """Budget 1 (the sink's pace above the load's), the load stopped, every record at the sink within
+    :data:`DRAIN_S`: the end of the keys produced, and the seconds it took (None: not all)."""
+    stack, target = bed.stack, bed.scenario
+    if not is_converged(bed.status(), BUDGETS[0]):
+        stack.apply_budget(target, BUDGETS[0])
+        seconds_until(lambda: bed.converged(BUDGETS[0]), CONVERGE_S, "budget 1", raise_on_timeout=False)
+    bed.load.stop()
+    produced = bed.produced_keys()
+    bed.say(f"[faults] the load stopped at key {produced}; waiting for the sink to catch up")
+    took = seconds_until(
+        lambda: not missing_keys(stack.seen_keys(target), 0, produced),
+        DRAIN_S,
+        "every record at the sink",
+        every_s=5.0,
+        raise_on_timeout=False,
+    )
+    return produced, took
 
 
 def scenario() -> Scenario:
@@ -571,17 +594,12 @@ def run_real_faults(
                     run = broken_run(fault, index, bed.checked_to, f"the run broke: {err!r}"[:300])
                 done.append(run)
                 progress(line(run))
-        load.stop()
-        produced = load.first_key + load.delivered
-        seen_all = seconds_until(
-            lambda: not missing_keys(stack.seen_keys(target), 0, produced),
-            DRAIN_S,
-            "every record at the sink",
-            every_s=2.0,
-            raise_on_timeout=False,
-        )
+        produced, took = drain(bed)
+        counts = read_seen(stack.seen_dir(target))
+        done = [with_records(r, counts) for r in done]
         report = stack.seen_report(target, produced)
-        progress(f"the whole run: {report} (all seen: {'yes' if seen_all is not None else 'no'})")
+        caught_up = "never" if took is None else f"{took:.0f} s"
+        progress(f"the whole run: {report} (caught up {caught_up} after the load stopped)")
         (run_dir / "real-faults-seen.json").write_text(
             json.dumps({"produced": produced, "missing": list(report.missing), "lines": report.lines})
         )

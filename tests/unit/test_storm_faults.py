@@ -17,9 +17,11 @@ from bench.storm_faults import (
     is_worker_jvm,
     missing_keys,
     new_reasons,
+    next_budget,
     phase_of,
     pods_for,
     repeats,
+    with_records,
 )
 
 PLAN = {"1": 1, "2": 2, "3": 2, "4": 1}
@@ -189,3 +191,17 @@ def test_repeats_count_the_extra_lines_of_the_runs_keys_only() -> None:
     counts = {1: 2, 2: 1, 3: 3, 9: 5}
     assert repeats(counts, 0, 5) == 3
     assert repeats(counts, 2, 3) == 0
+
+
+def test_the_budgets_alternate_between_one_and_zero_so_that_every_run_changes_the_plan() -> None:
+    assert next_budget(0) == 1
+    assert next_budget(1) == 0
+    assert next_budget(None) == 1
+
+
+def test_a_runs_records_are_checked_against_what_the_sink_saw_once_the_runs_are_over() -> None:
+    counts = {k: 1 for k in range(100, 400) if k not in (150, 151)} | {200: 3}
+    checked = with_records(run(), counts)
+    assert checked.missing == (150, 151)
+    assert checked.duplicates == 2
+    assert checked.problems == ["2 of 300 records never reached the sink"]
