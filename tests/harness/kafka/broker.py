@@ -19,6 +19,7 @@ import argparse
 import base64
 import functools
 import json
+import signal
 import subprocess
 import time
 import uuid
@@ -39,6 +40,7 @@ from tests.harness.process import (
     marked_pids,
     new_run_dir,
     port_open,
+    signal_group,
     stop_group,
 )
 from tests.harness.storm.daemons import java_env
@@ -225,6 +227,23 @@ class KafkaBroker:
         if self.daemon is not None:
             self.daemon.stop()
             self.daemon = None
+
+    def kill(self) -> None:
+        """SIGKILL the broker's process group (a crash: no controlled shutdown; its log and metadata
+        folders stay); :meth:`restart` starts it again on them."""
+        if self.daemon is not None:
+            signal_group(self.daemon.pid, signal.SIGKILL)
+            self.daemon.proc.wait(timeout=30)
+
+    def restart(self, timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Start the broker again on its own folders (not formatted again: every record stays), on the
+        same ports; the seconds until it serves metadata."""
+        if self.daemon is not None and self.daemon.exited() is None:
+            raise DaemonError("the broker is running: kill it first")
+        started = time.monotonic()
+        self.daemon = Daemon(self.spec())
+        self.daemon.wait_ready(self.ready, timeout_s, f"the broker serves metadata again on {self.bootstrap}")
+        return time.monotonic() - started
 
     def save_state(self) -> None:
         """Write the bootstrap address and the process group to ``state.json`` (for ``kafka-down``)."""

@@ -134,6 +134,33 @@ class StormCluster:
         )
         return time.monotonic() - started
 
+    def kill_zookeeper(self) -> None:
+        """SIGKILL ZooKeeper alone (its data folder stays: the topologies' state survives);
+        :meth:`restart_zookeeper` brings it back on the same port."""
+        daemon = daemon_named(self.daemons, "zookeeper", "this cluster")
+        signal_group(daemon.pid, signal.SIGKILL)
+        daemon.proc.wait(timeout=30)
+
+    def restart_zookeeper(self, timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Start ZooKeeper again in its place among the daemons, on its data; the seconds until it
+        serves requests."""
+        old = daemon_named(self.daemons, "zookeeper", "this cluster")
+        if old.exited() is None:
+            raise DaemonError("ZooKeeper is running: kill it first")
+        started = time.monotonic()
+        daemon = Daemon(zookeeper_spec(self.endpoints))
+        self.daemons[self.daemons.index(old)] = daemon
+        self.save_state()
+        port = self.endpoints.zookeeper_port
+        daemon.wait_ready(
+            lambda: zookeeper_ok(LOOPBACK, port), timeout_s, f"ZooKeeper answers again on {port}"
+        )
+        return time.monotonic() - started
+
+    def nimbus_exited(self) -> int | None:
+        """Nimbus's exit code if its process has ended (a crash, or a halt on losing ZooKeeper), else None."""
+        return daemon_named(self.daemons, "nimbus", "this cluster").exited()
+
     def _spawn(self, spec: LaunchSpec) -> Daemon:
         daemon = Daemon(spec)
         self.daemons.append(daemon)
