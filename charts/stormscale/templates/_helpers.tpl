@@ -75,14 +75,30 @@ The rules of exactly the calls the operator makes (docs/operator/reference.md li
 The fleet job's rules (stormscale-publish, spark/src/stormscale/publish/kube.py): list StormTopologies,
 server-side apply of one ConfigMap each (an apply that creates is authorised as create, one that
 changes as patch). Its samples are files (a volume or a Spark URL), which need no Kubernetes rule.
+With publisher.configMapNames, patch is limited to those names (resourceNames); create cannot be:
+Kubernetes' RBAC does not scope create by name. Either way only in the namespaces it serves (a Role
+in each, unless it serves every namespace).
 */}}
 {{- define "stormscale.publisherRules" -}}
 - apiGroups: [stormscale.io]
   resources: [stormtopologies]
   verbs: [list]
+{{- if .Values.publisher.configMapNames }}
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [patch]
+  resourceNames:
+    {{- range .Values.publisher.configMapNames }}
+    - {{ . | quote }}
+    {{- end }}
+{{- else }}
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create, patch]
+{{- end }}
 {{- end -}}
 
 {{- define "stormscale.publisherName" -}}
