@@ -217,6 +217,9 @@ class FakeStatus:
     superseded: str | None = None
     checks: int = 0
 
+    def hold(self, namespace: str, name: str, found: Mapping[str, Any]) -> None:
+        """The version the next save is conditional on (the adapter's; nothing to hold here)."""
+
     def check(self, namespace: str, name: str) -> None:
         self.checks += 1
         if self.superseded:

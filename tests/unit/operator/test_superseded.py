@@ -229,3 +229,15 @@ def test_a_deleted_resource_is_superseded_on_the_re_read() -> None:
     api.get_namespaced_custom_object = gone  # type: ignore[method-assign]
     with pytest.raises(SupersededError, match="deleted"):
         store.check("streaming", "linear")
+
+
+def test_a_resource_that_cannot_be_read_is_saved_on_the_condition_of_the_watch_s_version() -> None:
+    """A 403 on the fresh read: the Degraded status is saved against the watch's copy, not a version
+    remembered from an earlier pass."""
+    api = FakeCustomObjects()
+    store = writer(api)
+    store.load("streaming", "linear")
+    api.object["metadata"]["resourceVersion"] = "105"  # written by others since
+    store.hold("streaming", "linear", found(resourceVersion="105"))  # as the watch delivered it
+    store.save("streaming", "linear", StormTopologyStatus(applied_budget=1))
+    assert api.patches[-1]["metadata"] == {"resourceVersion": "105"}

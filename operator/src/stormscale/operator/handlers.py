@@ -303,6 +303,7 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     except GoneError:
         return None  # deleted meanwhile: only a 404 says so
     except RefusedError as err:
+        store.hold(namespace, name, body)  # its status save is conditional on the watch's version
         return _unreadable(body, store, f"cannot read StormTopology {namespace}/{name}: {err}")
     except UnavailableError as err:
         message = f"cannot read StormTopology {namespace}/{name}: {err}"

@@ -304,6 +304,11 @@ class KubeStatus:
         self._held[namespace, name] = Held.of(found)
         return found
 
+    def hold(self, namespace: str, name: str, found: Mapping[str, Any]) -> None:
+        """Take ``found`` (the watch's copy, when the resource cannot be read afresh) as the version the
+        next save is conditional on."""
+        self._held[namespace, name] = Held.of(found)
+
     def check(self, namespace: str, name: str) -> None:
         """:class:`SupersededError` unless the resource is still the version last loaded or saved; a
         read that fails otherwise is an :class:`UnavailableError` (a 403 too: the act waits, it is
