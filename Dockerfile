@@ -4,17 +4,23 @@
 #   docker build -t stormscale/operator:0.1.0 .
 #
 # The image runs as a non-root user and needs no writable root filesystem (the chart mounts an
-# emptyDir at /tmp). Its contents are installed by operator/image/install.sh from the pinned
-# operator/requirements.lock; tests/integration/test_packaging.py runs the same script into a fresh
-# virtual environment and starts the operator from it, because no Docker engine runs in CI.
-FROM python:3.11-slim AS build
+# emptyDir at /tmp). Its contents are installed by operator/image/install.sh from the hash-locked
+# operator/requirements.lock (pip --require-hashes); tests/integration/test_packaging.py runs the same
+# script into a fresh virtual environment and starts the operator from it, because no Docker engine runs
+# in CI.
+#
+# The base image is named by tag; to pin it by digest, look the digest up where you pull from
+# (`docker buildx imagetools inspect python:3.11-slim`) and build with
+# `--build-arg PYTHON_IMAGE=python:3.11-slim@sha256:<digest>`.
+ARG PYTHON_IMAGE=python:3.11-slim
+FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY planner/ planner/
 COPY spark/ spark/
 COPY operator/ operator/
 RUN sh operator/image/install.sh /opt/stormscale
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/stormscale /opt/stormscale
 ENV PATH=/opt/stormscale/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

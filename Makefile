@@ -5,16 +5,43 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-faults bench-units bench-target accuracy mutation clean
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-faults bench-units bench-target accuracy mutation clean image lock
 
 venv: $(STAMP)
 
-$(STAMP): requirements-dev.txt planner/pyproject.toml operator/pyproject.toml spark/pyproject.toml
+# Every download is hash-checked: pip itself from the lock (its entry, hashes included), then the whole lock
+# (pinned tools, the packages' runtime dependencies, the pinned build backend), then the three local
+# packages, editable, with no dependency resolution and no isolated build (the backend comes from the
+# lock), so nothing unhashed is fetched.
+$(STAMP): requirements-dev.lock requirements-dev.txt planner/pyproject.toml operator/pyproject.toml spark/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet -e 'planner[plot]' -e 'spark[spark,publish]' -e operator
+	$(BIN)/python -m pip install --quiet --require-hashes -r <(awk '/^pip==/ {p = 1} p {print} p && !/\\$$/ {exit}' requirements-dev.lock)
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e planner -e spark -e operator
 	@touch $@
+
+# lock: regenerate the hash-locked requirements (uv pip compile --generate-hashes, for CPython 3.11 on Linux
+# x86_64) from the declared pins: requirements-dev.lock (make venv: requirements-dev.txt and the three
+# packages with every extra), operator/requirements.lock (the operator image: planner, aggregation without
+# Spark, operator) and spark/requirements.lock (the publisher image: planner, aggregation[spark,publish]).
+# Each also pins the build backend of requirements-build.txt. Versions already in a lock are kept
+# (UPGRADE=1 takes the newest that fit). tests/unit/test_locks.py fails when a lock disagrees with a pin.
+UV_VERSION := 0.13.8
+UV := .cache/tools/uv-$(UV_VERSION)/bin/uv
+LOCAL_PACKAGES := stormscale-planner stormscale-aggregation stormscale-operator
+COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command 'make lock' \
+	$(foreach p,$(LOCAL_PACKAGES),--no-emit-package $(p)) $(if $(UPGRADE),--upgrade)
+.PHONY: lock
+lock: $(UV)
+	printf '%s\n' -r requirements-dev.txt -r requirements-build.txt './planner[plot]' './spark[spark,publish]' ./operator \
+	  | $(COMPILE) - -o requirements-dev.lock
+	printf '%s\n' -r requirements-build.txt ./planner ./spark ./operator | $(COMPILE) - -o operator/requirements.lock
+	printf '%s\n' -r requirements-build.txt ./planner './spark[spark,publish]' | $(COMPILE) - -o spark/requirements.lock
+
+$(UV):
+	$(PYTHON) -m venv $(dir $(UV))..
+	$(dir $(UV))pip install --quiet uv==$(UV_VERSION)
 
 ## demo: set everything up (test bed built on first use), run the operator on a congested topology, raise its budget 0 -> 3, print before/after
 demo: venv prometheus
@@ -69,6 +96,11 @@ bench-fleet: venv
 APPLIES ?= 20
 bench-reaction: venv $(if $(DIP),prometheus)
 	$(BIN)/python -m bench.reaction $(if $(DIP),--dip,--applies $(APPLIES))
+
+## bench-disruption: one scaling step (budget 0 -> 1) on the test bed, Storm's default rebalance against Stormscale's (MultiLevel placement delivered to the scheduler's endpoint), on the Kafka-fed linear and the diamond JVM topologies in the same run: workers restarted, seconds with the sink at zero, tuples lost, apply -> new steady rate (about 30 minutes; SHAPES=linear for one): table on stdout, plot in bench/out/disruption.png
+SHAPES ?= linear,diamond
+bench-disruption: venv prometheus
+	$(BIN)/python -m bench.disruption --shapes $(SHAPES)
 
 ## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed (at a random moment, and 0-30 ms after its intent is saved), API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some): the fault table on stdout
 RUNS ?= 20
@@ -130,6 +162,12 @@ scheduler-jar:
 ## prometheus: install Prometheus from Debian's package if /usr/bin/prometheus is missing (root)
 prometheus:
 	bash tests/harness/assets/install_prometheus.sh
+
+## image: build the operator's image (Dockerfile) and the publisher's (spark/Dockerfile) with buildah, no Docker
+## engine, on a stand-in python:3.11-slim made from Debian packages (installs buildah and mmdebstrap, needs
+## root; storage under .cache/images; rebuilt only when the Dockerfile or the files it copies change); docs/operator/images.md
+image:
+	nice -n 19 bash operator/image/build_images.sh
 
 ## storm-up: start ZooKeeper, Nimbus and SUPERVISORS Supervisors in the background (state under .run/storm)
 SUPERVISORS ?= 1

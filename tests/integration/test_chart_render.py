@@ -78,3 +78,27 @@ def test_the_grafana_dashboard_is_off_by_default_and_carries_the_sidecar_label_w
         if d["kind"] == "ConfigMap"
     ]
     assert moved["metadata"]["namespace"] == "grafana"
+
+
+def operator_pod(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    deployment = next(
+        d
+        for d in docs
+        if d["kind"] == "Deployment" and d["spec"]["template"]["spec"]["containers"][0]["name"] == "operator"
+    )
+    pod: dict[str, Any] = deployment["spec"]["template"]["spec"]
+    return pod
+
+
+def test_the_placement_token_is_mounted_from_its_secret_only_when_named(helm: Path) -> None:
+    plain = operator_pod(render(helm))
+    assert "STORMSCALE_PLACEMENT_TOKEN_FILE" not in {e["name"] for e in plain["containers"][0]["env"]}
+    assert "placement-token" not in {v["name"] for v in plain["volumes"]}
+    pod = operator_pod(render(helm, "scheduler.tokenSecret.name=sched", "scheduler.tokenSecret.key=t"))
+    (container,) = pod["containers"]
+    (env,) = [e for e in container["env"] if e["name"] == "STORMSCALE_PLACEMENT_TOKEN_FILE"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "placement-token"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "placement-token"]
+    assert env["value"] == mount["mountPath"] + "/token"
+    assert mount["readOnly"] is True
+    assert volume["secret"] == {"secretName": "sched", "items": [{"key": "t", "path": "token"}]}

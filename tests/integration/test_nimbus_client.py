@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from stormscale.operator.adapters.nimbus import NimbusPort
+from stormscale.operator.decision.assumptions import check
 from stormscale.operator.ports import RefusedError, StormTopologyState, UnavailableError
 from stormscale.storm import (
     NimbusClient,
@@ -128,6 +129,14 @@ def test_the_port_maps_refusals_and_describes_the_topology(client: NimbusClient,
     assert state.executors == {"1": 1, "2": 1, "3": 1, "4": 1}
     assert state.tasks == {"1": 2, "2": 3, "3": 3, "4": 3}
     assert state.workers == 1
+    # Submitted without topology.disable.loadaware.messaging: Storm's load-aware shuffle is on.
+    assert state.conf is not None
+    assert state.groupings is not None
+    findings = check(state.conf, state.groupings, {**state.executors, "2": 2}, state.tasks)
+    assert [(f.assumption, f.components) for f in findings] == [
+        ("load-aware messaging on", ("2", "3", "4")),
+        ("units do not divide tasks", ("2",)),
+    ]
     with pytest.raises(RefusedError, match="task count"):
         port.rebalance(NAME, {"2": 9}, workers=1, wait_secs=REBALANCE_WAIT_S)
     with pytest.raises(RefusedError, match="not running"):

@@ -8,7 +8,6 @@ layer, so a Nimbus fault can be injected between the two writes; the end-to-end 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,6 @@ from typing import Any
 import pytest
 from kopf.testing import KopfRunner
 from kubernetes import client
-
-os.environ.setdefault("STORMSCALE_INTERVAL_SECONDS", "2")  # before the handlers register their timer
 
 from stormscale.operator import handlers
 from stormscale.operator.policy import Policy
@@ -67,6 +64,7 @@ def operator_env(
 
 
 def operator(namespace: str) -> KopfRunner:
+    assert handlers.INTERVAL_S == 2, "the timer interval is set in tests/integration/conftest.py"
     args = [
         "run",
         "-m",

@@ -6,15 +6,12 @@ Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU gi
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
-
-os.environ.setdefault("STORMSCALE_INTERVAL_SECONDS", "2")  # before the handlers register their timer
 
 from stormscale.operator import handlers
 from stormscale.operator.adapters.nimbus import NimbusPort

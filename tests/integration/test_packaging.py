@@ -29,6 +29,7 @@ from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
 from tests.harness.kubernetes.helm import ensure_helm
+from tests.harness.locks import lock_pins, pins
 from tests.harness.process import free_port, http_ok
 from tests.harness.waiting import wait_for
 from tests.integration.test_operator_api import (
@@ -91,6 +92,7 @@ def test_rendered_rbac_is_exactly_what_the_operator_calls(helm: Any) -> None:
         (("",), ("pods",)): {"list", "patch"},
         (("", "events.k8s.io"), ("events",)): {"create"},
         (("",), ("configmaps",)): {"get"},  # the fleet job's published profile, by name
+        (("",), ("secrets",)): {"get"},  # the Secrets a spec's metrics.auth names, by name
     }
     assert not [d for d in docs if d["kind"] == "CronJob"]  # the publisher is off by default
     operator_deploy = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == ROLE)
@@ -204,7 +206,8 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
         ("patch", "deployments"),
         ("update", "deployments"),
         ("create", "pods"),
-        ("get", "secrets"),
+        ("list", "secrets"),
+        ("watch", "secrets"),
         ("delete", "stormtopologies.stormscale.io"),
         ("create", "horizontalpodautoscalers"),
         ("list", "configmaps"),
@@ -212,6 +215,7 @@ def test_the_service_account_may_do_what_the_operator_does_and_no_more(
     ]:
         assert can_i(control_plane, installed, verb, what, "-n", "default") == "no", f"{verb} {what}"
     assert can_i(control_plane, installed, "get", "configmaps", "-n", "default") == "yes"
+    assert can_i(control_plane, installed, "get", "secrets", "-n", "default") == "yes"  # metrics.auth
 
 
 def test_the_publisher_publishes_with_its_service_account_and_may_do_no_more(
@@ -347,13 +351,10 @@ def test_image_contents_install_and_the_entry_point_serves_health(
         text=True,
         check=True,
     ).stdout.splitlines()
-    lock = [
-        line
-        for line in (REPO / "operator" / "requirements.lock").read_text().splitlines()
-        if not line.startswith("#")
-    ]
-    installed_deps = sorted(line for line in frozen if not line.startswith("stormscale-"))
-    assert installed_deps == sorted(lock), "operator/requirements.lock is stale: run operator/image/lock.sh"
+    # pip freeze leaves out pip and setuptools (the lock's build backend)
+    lock = {n: v for n, v in lock_pins(REPO / "operator" / "requirements.lock").items() if n != "setuptools"}
+    installed_deps = {n: v for n, v in pins(frozen).items() if not n.startswith("stormscale-")}
+    assert installed_deps == lock, "operator/requirements.lock is stale: run make lock"
     assert not any(line.lower().startswith("pyspark") for line in frozen)  # no Spark in the image
     namespace = f"img-{secrets.token_hex(3)}"
     control_plane.kubectl("create", "namespace", namespace)

@@ -8,6 +8,8 @@ hostname as its IP), and a JVM linear topology (1 -> 2 -> 3 -> 4) goes through, 
 (b) a rebalance with a new, unpinned placement and one more executor: exactly that, on our pods;
 (e) a rebalance to three pods while two exist: nothing of it is assigned while it waits, then the
     third pod starts and the placement runs exactly;
+(f) a placement delivered to the scheduler's endpoint (the topology's conf untouched) and a rebalance
+    of one bolt: only the worker holding that bolt restarts, the two others keep running;
 (d) a rebalance whose placement does not cover the executors: one log line, DefaultScheduler runs it,
     Nimbus stays up;
 (c) a topology without a placement: DefaultScheduler, as before.
@@ -18,12 +20,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from stormscale.storm import NimbusClient, RebalanceRequest
+from stormscale.storm.delivery import PLACEMENTS_PATH, PlacementEndpoint
 from stormscale.storm.model import TopologyInfo
 from stormscale.storm.placement import PLACEMENT_KEY, Placement, layout_problems, rebalance_request
 from tests.harness.kubernetes.control_plane import ControlPlane
@@ -46,6 +50,9 @@ PLACED_S = 120.0
 #: Nimbus schedules every nimbus.monitor.freq.secs (3 s on the test bed): a wait of this many seconds
 #: sees at least 3 rounds.
 ROUNDS_S = 10.0
+#: How long every worker runs before the delivered rebalance: more than a heartbeat's lag in the
+#: uptime Nimbus reports, so a kept worker's uptime after it exceeds the wait.
+SETTLED_UPTIME_S = 20.0
 #: executors: spout "1" 1, bolts "2" 2, "3" 2, "4" 1 (no ackers: the JVM linear shape sets none)
 OVERRIDES = {"topology.name": NAME, "c1.rate": 5, "c2.executors": 2, "c3.executors": 2, "topology.workers": 3}
 
@@ -181,15 +188,18 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
             runs(c), START_S + PLACED_S, f"placement (e) {c.to_json()} once the third pod runs", every_s=1.0
         )
 
+        # (f) delivered to the scheduler's endpoint, the conf untouched
+        only_the_changed_worker_restarts(storm_cluster, host)
+
         # (d) a placement that leaves bolt "4" out: one log line, DefaultScheduler, Nimbus up
-        d = Placement.of([[{"1": 1, "2": 3}], [{"3": 2}]])
+        d = Placement.of([[{"1": 1, "2": 3}], [{"3": 3}]])
         nimbus.rebalance(
             NAME, RebalanceRequest(workers=2, conf_overrides={PLACEMENT_KEY: d.to_json()}), False
         )
         problem = "component '4': 0 executors placed, the topology has 1; scheduled by DefaultScheduler"
 
         def by_default(info: TopologyInfo) -> bool:
-            return info.sched_status.endswith(problem) and len(assigned(info)) == 7
+            return info.sched_status.endswith(problem) and len(assigned(info)) == 8
 
         wait_for(
             lambda: by_default(nimbus.topology_info(NAME)), PLACED_S, "DefaultScheduler runs (d)", every_s=1.0
@@ -205,6 +215,68 @@ def test_placements_run_exactly_wait_for_slots_and_fall_back(
 
     # (c) no placement: DefaultScheduler, as before
     runs_by_default(storm_cluster)
+
+
+def only_the_changed_worker_restarts(storm_cluster: StormCluster, host: list[str]) -> None:
+    """Bolt "3" 2 -> 3 executors with the placement delivered to the scheduler's endpoint: the one
+    worker that holds it restarts; the other two keep running (their JVMs' uptime grows)."""
+    nimbus = storm_cluster.endpoints.nimbus(timeout_s=20)
+    f = Placement.of(
+        [[{"1": 1, "2": 1}], [{"2": 2}], [{"3": 3, "4": 1}]], supervisors=[host[0], host[1], host[2]]
+    )
+    wait_for(
+        lambda: min(worker_uptimes(nimbus.topology_info(NAME)).values()) >= SETTLED_UPTIME_S,
+        PLACED_S,
+        f"every worker up for {SETTLED_UPTIME_S:.0f} s",
+        every_s=1.0,
+    )
+    before = worker_uptimes(nimbus.topology_info(NAME))
+    asked = time.monotonic()
+    deliver(storm_cluster, f)
+    nimbus.rebalance(NAME, RebalanceRequest(workers=f.workers, executors=dict(f.executors())))
+    wait_for(
+        lambda: not layout_problems(f, nimbus.topology_info(NAME)),
+        PLACED_S,
+        f"placement (f) {f.to_json()}",
+        every_s=1.0,
+    )
+    after = worker_uptimes(nimbus.topology_info(NAME))
+    waited = time.monotonic() - asked
+    # a worker started before the request has run longer than the wait (its uptime, reported by
+    # heartbeats, lags by a few seconds: it had run SETTLED_UPTIME_S before); one started after, less
+    kept = {w for w in before if after.get(w, 0) >= waited}
+    restarted = {w for w in after if after[w] < waited}
+    assert {h for h, _ in kept} == {host[0], host[1]}, (before, after, waited)
+    assert len(kept) == 2, (before, after)
+    assert {h for h, _ in restarted} == {host[2]}, (after, waited)
+    status = nimbus.topology_info(NAME).sched_status
+    assert status.startswith(f"placed as {PLACEMENT_KEY} says"), status
+    withdraw(storm_cluster)  # the conf's placement speaks again
+
+
+def withdraw(cluster: StormCluster) -> None:
+    """Delete the topology's delivered placements at the scheduler's endpoint."""
+    ep, summary = cluster.endpoints, cluster.nimbus.topology(NAME)
+    assert summary is not None
+    url = f"http://{ep.host}:{ep.placement_port}{PLACEMENTS_PATH}{summary.id}"
+    with urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10) as answer:
+        assert answer.status == 204
+
+
+def worker_uptimes(info: TopologyInfo) -> dict[tuple[str, int], int]:
+    """(host, port) -> seconds its worker has run (its youngest executor's uptime)."""
+    out: dict[tuple[str, int], int] = {}
+    for e in info.executors:
+        out[e.host, e.port] = min(out.get((e.host, e.port), e.uptime_s), e.uptime_s)
+    return out
+
+
+def deliver(cluster: StormCluster, placement: Placement) -> None:
+    """Hand ``placement`` to the scheduler's endpoint on Nimbus, as the operator does."""
+    ep = cluster.endpoints
+    summary = cluster.nimbus.topology(NAME)
+    assert summary is not None
+    PlacementEndpoint(ep.placement_port).deliver(ep.host, summary.id, placement.to_json())
 
 
 def assert_waits(nimbus: NimbusClient, reason: str) -> None:

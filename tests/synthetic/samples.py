@@ -22,7 +22,8 @@ busy counter and capacity gauge read that factor of the truth), Storm's acking a
 (``acking``: ``__ack_init`` and ``__ack_ack`` emitted; ``metrics_streams``: ``__metrics`` emitted
 and ``__tick`` executed from ``__system``) and bolts' emitted counters that move only at heartbeats
 of their own (``emitted_period_s``/``emitted_phase_s``: the value at ``t`` is the count at the last
-``phase + k·period ≤ t``), out of step with their executed counters.
+``phase + k·period ≤ t``), out of step with their executed counters; and a load that bursts
+(``load_wave``: every counter's rate times a per-step multiplier, repeated).
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ class Scenario:
     metrics_streams: bool = False
     emitted_period_s: float | None = None
     emitted_phase_s: float = 0.0
+    #: Per-step multipliers of every counter's rate, repeated over the window (a bursty source whose
+    #: load the whole topology follows); empty: a constant load.
+    load_wave: tuple[float, ...] = ()
+    #: Only the spouts' ``offered_total`` follows ``load_wave`` (a queue in front of the spout takes
+    #: the bursts; the topology runs at the base rate).
+    wave_offered_only: bool = False
     seed: int = 0
     start: datetime = EPOCH
     name: str | None = None
@@ -263,6 +270,14 @@ def _phase_values(
     boost = np.where(times[None, :] < transient_until, np.asarray(series.transient)[:, None], 1.0)
     noisy = level * boost * (1.0 + scenario.noise * rng.standard_normal((len(series.level), len(times))))
     counter = np.asarray(series.counter)[:, None]
+    if scenario.load_wave:
+        wave = np.resize(np.asarray(scenario.load_wave, dtype=np.float64), len(times))
+        follows = (
+            counter & (np.asarray(series.metric) == OFFERED)[:, None]
+            if scenario.wave_offered_only
+            else counter
+        )
+        noisy = np.where(follows, noisy * wave[None, :], noisy)
     steps = np.diff(times, prepend=times[0])[None, :]
     increments = np.clip(noisy, 0.0, None) * steps
     counters = np.cumsum(increments, axis=1)

@@ -136,3 +136,86 @@ def test_the_bounds_reach_the_operator_as_the_variables_it_reads() -> None:
     assert env[MAX_ELEMENTS_ENV] == str(DEFAULT_MAX_ELEMENTS)
     defaults = {e["name"]: e.get("value") for e in operator_container(render())["env"]}
     assert int(defaults[reader.MAX_BYTES_ENV]) == reader.DEFAULT_MAX_BYTES
+
+
+def test_the_endpoint_policy_reaches_the_operator_as_the_variables_it_reads() -> None:
+    """``endpointPolicy`` lists become the comma-separated variables the operator parses; unset, both
+    are empty and the policy is open."""
+    from stormscale.operator.endpoints import NIMBUS_ENV, URLS_ENV, EndpointPolicy
+
+    env = {
+        e["name"]: e.get("value")
+        for e in operator_container(
+            render(
+                "endpointPolicy.nimbus={*.storm.svc:6627,nimbus.shared}",
+                "endpointPolicy.urls={http://*.monitoring.svc:9090}",
+            )
+        )["env"]
+    }
+    assert env[NIMBUS_ENV] == "*.storm.svc:6627,nimbus.shared"
+    assert env[URLS_ENV] == "http://*.monitoring.svc:9090"
+    policy = EndpointPolicy.from_env({NIMBUS_ENV: env[NIMBUS_ENV], URLS_ENV: env[URLS_ENV]})
+    assert policy.nimbus_allowed("nimbus.team-a.storm.svc", 6627)
+    assert not policy.nimbus_allowed("169.254.169.254", 6627)
+    assert policy.url_allowed("http://prometheus.monitoring.svc:9090")
+    defaults = {e["name"]: e.get("value") for e in operator_container(render())["env"]}
+    assert (defaults[NIMBUS_ENV], defaults[URLS_ENV]) == ("", "")
+    assert EndpointPolicy.from_env({NIMBUS_ENV: "", URLS_ENV: ""}) == EndpointPolicy()
+
+
+def secret_rules(manifests: list[dict[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """(kind, namespace, verbs) of every operator role's rule on Secrets."""
+    return [
+        (d["kind"], d["metadata"].get("namespace", ""), rule["verbs"])
+        for d in manifests
+        if d["kind"] in {"ClusterRole", "Role"}
+        and not d["metadata"]["name"].endswith(("-discovery", "-publisher"))
+        for rule in d["rules"]
+        if "secrets" in rule["resources"]
+    ]
+
+
+def test_the_operator_may_get_secrets_where_it_watches_unless_told_not_to() -> None:
+    assert secret_rules(render()) == [("ClusterRole", "", ["get"])]
+    assert secret_rules(render("watchNamespaces={a,b}")) == [("Role", "a", ["get"]), ("Role", "b", ["get"])]
+    assert secret_rules(render("rbac.readSecrets=false")) == []
+
+
+SCHEMA_KEYWORDS = {
+    "type", "description", "title", "properties", "items", "additionalProperties", "required", "enum",
+    "format", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties",
+    "default", "nullable", "anyOf", "allOf", "oneOf", "not", "example",
+}  # fmt: skip
+
+
+def schema_problems(node: object, path: str = "") -> list[str]:
+    """Every key of a CRD schema node that is no OpenAPI keyword (nor ``x-kubernetes-*``), and every
+    sub-schema that is not a mapping: what YAML makes of an unquoted comma in a flow mapping
+    (``{description: a, b}`` reads ``b`` as a key), which the API server refuses on a re-apply."""
+    if not isinstance(node, dict):
+        return [f"{path}: not a schema"]
+    problems = [
+        f"{path}: {key!r}"
+        for key in node
+        if key not in SCHEMA_KEYWORDS and not str(key).startswith("x-kubernetes-")
+    ]
+    for name, sub in (node.get("properties") or {}).items():
+        problems += schema_problems(sub, f"{path}.{name}")
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(node.get(key), dict):
+            problems += schema_problems(node[key], f"{path}.{key}")
+    for key in ("anyOf", "allOf", "oneOf"):
+        for i, sub in enumerate(node.get(key) or []):
+            problems += schema_problems(sub, f"{path}.{key}[{i}]")
+    return problems
+
+
+def test_every_crd_schema_node_holds_only_schema_keywords() -> None:
+    broken = yaml.safe_load("{type: object, properties: {name: {type: string, description: a, in b}}}")
+    assert schema_problems(broken) == [".name: 'in b'"]
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            for version in document["spec"]["versions"]:
+                schema = version["schema"]["openAPIV3Schema"]
+                assert schema_problems(schema) == [], f"{path.name} {version['name']}"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from bench.accuracy_steps import Report, Step, fitted, fitted_components, predictions
-from stormscale.operator.policy import Mode, parse_spec
+from stormscale.operator.policy import Mode, PlacementKind, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.planner import FlowModel, load_profile
 from stormscale.storm.samples.demand import KafkaDemand
@@ -37,6 +38,18 @@ def test_the_storm_topology_resource_is_a_valid_manual_spec_with_the_scenarios_m
         60.0,
     )
     assert policy.spec.components[0].max_units == 1
+
+
+def test_a_placed_scenario_delivers_its_placement_to_the_scheduler_s_endpoint_when_there_is_one() -> None:
+    placed = dataclasses.replace(JVM_KAFKA_LINEAR, placement="MultiLevel")
+    spec = parse_spec(storm_topology(placed, 6627, "http://p:9090", 1, placement_port=6629)["spec"]).spec
+    assert (spec.workers.placement, spec.nimbus.placement_port) == (PlacementKind.MULTI_LEVEL, 6629)
+    in_conf = parse_spec(storm_topology(placed, 6627, "http://p:9090", 1)["spec"]).spec
+    assert (in_conf.workers.placement, in_conf.nimbus.placement_port) == (PlacementKind.MULTI_LEVEL, None)
+    plain = parse_spec(
+        storm_topology(JVM_KAFKA_LINEAR, 6627, "http://p:9090", 1, placement_port=6629)["spec"]
+    )
+    assert (plain.spec.workers.placement, plain.spec.nimbus.placement_port) == (None, None)
 
 
 def test_jvm_scenarios_split_every_bolts_input_evenly_at_one_to_four_units() -> None:

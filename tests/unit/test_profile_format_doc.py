@@ -35,9 +35,10 @@ COMPONENT = (
     "children",
     "memoryPerUnit",
     "tasks",
+    "demandPerUnit",
 )
 EXTENSION = "## Stormscale extensions"
-PROFILE_EXTENSIONS = ("memory per unit", "task counts")
+PROFILE_EXTENSIONS = ("memory per unit", "task counts", "demand distribution")
 MARK = "*This section is a Stormscale extension"
 
 

@@ -42,7 +42,8 @@ The rules of exactly the calls the operator makes (docs/operator/reference.md li
   annotated to be removed first (patch, controller.kubernetes.io/pod-deletion-cost);
 - HorizontalPodAutoscalers: listed to refuse fighting another writer;
 - Events: one per decision;
-- ConfigMaps: the fleet job's published profile, read by name (get only: no list, no watch).
+- ConfigMaps: the fleet job's published profile, read by name (get only: no list, no watch);
+- Secrets: the ones a spec's metrics.auth names, read by name (get only; rbac.readSecrets).
 */}}
 {{- define "stormscale.rules" -}}
 - apiGroups: [stormscale.io]
@@ -69,6 +70,11 @@ The rules of exactly the calls the operator makes (docs/operator/reference.md li
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get]
+{{- if .Values.rbac.readSecrets }}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+{{- end }}
 {{- end -}}
 
 {{/*

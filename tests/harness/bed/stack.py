@@ -120,6 +120,14 @@ class Scenario:
     #: Storm slots (workers) per worker pod: each pod's Supervisor offers this many, and its CPU limit
     #: is ``unit_cpu`` per slot (the spec's ``workers.slotsPerPod``; a unit is a slot's share).
     slots_per_pod: int = 1
+    #: ``spec.workers.placement`` (``SAM``, ``PDeployer``, ``MultiLevel``), delivered to the scheduler's
+    #: endpoint on the bed's Nimbus (``spec.nimbus.placementPort``); "": none (Storm's own layout).
+    placement: str = ""
+
+    @property
+    def records_seen(self) -> bool:
+        """Whether the sink records what it processes (``seen.dir``): a JVM shape that has the option."""
+        return self.language == "jvm" and self.shape in {"diamond", "kafka-linear"}
 
     @property
     def deployment(self) -> str:
@@ -164,21 +172,34 @@ def worker_deployment(scenario: Scenario, replicas: int) -> dict[str, Any]:
 
 
 def storm_topology(
-    scenario: Scenario, nimbus_port: int, prometheus: str, budget: int, pod_overhead_cpu: str = "0"
+    scenario: Scenario,
+    nimbus_port: int,
+    prometheus: str,
+    budget: int,
+    pod_overhead_cpu: str = "0",
+    *,
+    placement_port: int = 0,
 ) -> dict[str, Any]:
-    """The StormTopology resource for ``scenario`` at ``budget`` (Manual mode)."""
+    """The StormTopology resource for ``scenario`` at ``budget`` (Manual mode); a scenario with a
+    placement has it delivered to the scheduler's endpoint on ``placement_port`` (0: in the conf)."""
+    nimbus: dict[str, object] = {"host": "127.0.0.1", "port": nimbus_port}
+    workers: dict[str, object] = {
+        "deployment": scenario.deployment,
+        "slotsPerPod": scenario.slots_per_pod,
+        "podOverheadCPU": pod_overhead_cpu,
+    }
+    if scenario.placement:
+        workers["placement"] = scenario.placement
+        if placement_port:
+            nimbus["placementPort"] = placement_port
     return {
         "apiVersion": "stormscale.io/v1alpha1",
         "kind": "StormTopology",
         "metadata": {"name": scenario.name},
         "spec": {
             "topologyName": scenario.name,
-            "nimbus": {"host": "127.0.0.1", "port": nimbus_port},
-            "workers": {
-                "deployment": scenario.deployment,
-                "slotsPerPod": scenario.slots_per_pod,
-                "podOverheadCPU": pod_overhead_cpu,
-            },
+            "nimbus": nimbus,
+            "workers": workers,
             "metrics": {
                 "prometheus": prometheus,
                 "window": scenario.window,
@@ -413,6 +434,8 @@ class Stack:
         self._step(f"topology {scenario.name} ({scenario.shape}), one executor per component")
         props = {**scenario.properties, "topology.name": scenario.name, "topology.workers": replicas}
         props["metrics.sd.dir"] = str(self.prometheus.sd_dir)
+        if scenario.records_seen:
+            props["seen.dir"] = str(self.seen_dir(scenario))
         if scenario.source == "kafka":
             props.update(self._prepare_kafka(scenario))
         topology = submit(
@@ -533,7 +556,12 @@ class Stack:
     def apply_budget(self, scenario: Scenario, budget: int) -> None:
         nimbus_port = self.storm.endpoints.nimbus_port
         overhead = self.pod_overhead.get(scenario.name, "0")
-        self.kubectl_apply(storm_topology(scenario, nimbus_port, self.prometheus.url, budget, overhead))
+        placement_port = self.storm.endpoints.placement_port
+        self.kubectl_apply(
+            storm_topology(
+                scenario, nimbus_port, self.prometheus.url, budget, overhead, placement_port=placement_port
+            )
+        )
 
     def status(self, scenario: Scenario) -> dict[str, Any]:
         text = self.plane.kubectl("get", "stormtopology", scenario.name, "-n", self.namespace, "-o", "json")

@@ -11,6 +11,8 @@ It answers the calls the operator and the exporter make, as Nimbus does:
   the profile's backpressure rates at the executors that run;
 * ``getTopologyPageInfo`` (per-component aggregates) and ``getUserTopology`` (the submitted graph,
   shuffle groupings on ``default``);
+* ``getTopologyConf``: the conf set by rebalances over load-aware messaging off (the fake splits a
+  shuffle grouping evenly, as Storm does with it off);
 * ``rebalance``: the topology is ``REBALANCING`` for the request's ``wait_secs``, then runs the new
   executors and workers (new executor ids, uptime from 0) with the request's conf overrides merged
   into its conf. Each accepted request is kept, with the time it arrived on the fake's clock and its
@@ -449,6 +451,11 @@ class NimbusHandler:
     def getUserTopology(self, topology_id: str) -> Any:  # noqa: N802 - the IDL's name
         with self.fleet.lock:
             return user_topology(self.fleet.by_id(topology_id))
+
+    def getTopologyConf(self, topology_id: str) -> str:  # noqa: N802 - the IDL's name
+        with self.fleet.lock:
+            conf = {"topology.disable.loadaware.messaging": True} | self.fleet.by_id(topology_id).conf
+        return json.dumps(conf)
 
     def rebalance(self, name: str, options: Any) -> None:
         fleet = self.fleet

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
-from tests.harness.storm.maven import Log, built_once, run_maven, stderr_log
+from tests.harness.storm.maven import MVN, Log, built_once, run_maven, stderr_log
 
 POM_DIR = ASSETS / "kafka"
 KAFKA_VERSION = "3.9.1"
@@ -54,7 +54,7 @@ def is_complete(home: Path, version: str = KAFKA_VERSION) -> bool:
 
 def _maven(home: Path, version: str, offline: bool, log: Log) -> tuple[int, list[str]]:
     """``mvn package`` of the committed pom (offline with ``-o``); the exit status and the output's tail."""
-    cmd = ["mvn", "-B", "-Dstyle.color=never", "-f", str(POM_DIR / "pom.xml")]
+    cmd = [*MVN, "-Dstyle.color=never", "-f", str(POM_DIR / "pom.xml")]
     cmd += [f"-Dkafka.home={home}", f"-Dkafka.version={version}"]
     cmd += ["-o", "package"] if offline else ["package"]
     return run_maven(cmd, tag="kafka-home", log=log, progress=("Building kafka-home", "BUILD"), every=25)

@@ -76,7 +76,14 @@ class StormCluster:
         if scheduler is None:
             scheduler = os.environ.get(SCHEDULER_ENV, "stormscale") != "storm"
         jar = str(ensure_scheduler_jar()) if scheduler else ""
-        self.endpoints = StormEndpoints(str(home), str(run_dir), free_port(), free_port(), scheduler_jar=jar)
+        self.endpoints = StormEndpoints(
+            str(home),
+            str(run_dir),
+            free_port(),
+            free_port(),
+            scheduler_jar=jar,
+            placement_port=free_port() if jar else 0,
+        )
         self.launcher = SupervisorLauncher(self.endpoints)
         self.daemons: list[Daemon] = []
         self.supervisors: dict[str, Daemon] = {}

@@ -52,6 +52,8 @@ class StormEndpoints:
     #: Stormscale's scheduler jar on Nimbus's classpath, selected by ``storm.scheduler``; empty: Storm's
     #: own DefaultScheduler (:mod:`tests.harness.storm.scheduler`).
     scheduler_jar: str = ""
+    #: The scheduler's placement endpoint on Nimbus (``stormscale.scheduler.port``, loopback); 0: none.
+    placement_port: int = 0
 
     @property
     def storm_dir(self) -> Path:
@@ -146,6 +148,9 @@ def nimbus_spec(ep: StormEndpoints) -> LaunchSpec:
     if ep.scheduler_jar:
         conf["storm.scheduler"] = SCHEDULER_CLASS
         classpath += f":{ep.scheduler_jar}"
+        if ep.placement_port:
+            conf["stormscale.scheduler.port"] = ep.placement_port
+            conf["stormscale.scheduler.host"] = ep.host
     conf_file = write_conf(nimbus_dir / "storm.yaml", conf)
     log_dir = ep.storm_dir / "logs"
     argv = java_argv(ep, "nimbus", conf_file, log_dir, 512)

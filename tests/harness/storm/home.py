@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from tests.harness.paths import ASSETS, CACHE_DIR
-from tests.harness.storm.maven import Log, built_once, run_maven, stderr_log
+from tests.harness.storm.maven import MVN, Log, built_once, run_maven, stderr_log
 
 POM_DIR = ASSETS / "storm"
 STORM_VERSION = "2.8.3"
@@ -52,7 +52,7 @@ def is_complete(home: Path, version: str = STORM_VERSION) -> bool:
 
 def _run_maven(home: Path, version: str, log: Log) -> None:
     """``mvn package`` of the committed pom, echoing module progress and a download count."""
-    cmd = ["mvn", "-B", "-f", str(POM_DIR / "pom.xml"), f"-Dstorm.home={home}", f"-Dstorm.version={version}"]
+    cmd = [*MVN, "-f", str(POM_DIR / "pom.xml"), f"-Dstorm.home={home}", f"-Dstorm.version={version}"]
     status, tail = run_maven(
         [*cmd, "package"], tag="storm-home", log=log, progress=("Building storm-home", "BUILD"), every=50
     )

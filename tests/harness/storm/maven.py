@@ -77,6 +77,11 @@ class MavenBuildError(RuntimeError):
     """Maven failed to build a jar."""
 
 
+# Every Maven run of the test bed: batch mode, and a download whose checksum is missing or wrong fails
+# the build (--strict-checksums) instead of being used with a warning.
+MVN: tuple[str, ...] = ("mvn", "--batch-mode", "--strict-checksums")
+
+
 @dataclass(frozen=True)
 class MavenJar:
     """A jar Maven builds from a module (``pom.xml`` and ``src/``) into ``out_dir`` under a name with a
@@ -111,7 +116,7 @@ class MavenJar:
         return self.out_dir / f"{self.name}-{self.digest(version)}.jar"
 
     def _maven(self, build_dir: Path, version: str, offline: bool, log: Log) -> tuple[int, list[str]]:
-        cmd = ["mvn", "-B", "-Dstyle.color=never", "-f", str(self.module / "pom.xml")]
+        cmd = [*MVN, "-Dstyle.color=never", "-f", str(self.module / "pom.xml")]
         cmd += [f"-Dstorm.version={version}", f"-D{self.build_dir_property}={build_dir}"]
         cmd += ["-o", "package"] if offline else ["package"]
         progress = ("Building ", "Compiling ", "Tests run:", "BUILD", "[ERROR]")

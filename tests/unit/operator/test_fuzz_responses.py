@@ -82,6 +82,7 @@ CALLS: dict[str, Callable[[NimbusClient], object]] = {
     "getTopologyInfoByNameWithOpts": lambda c: c.topology_info("t"),
     "getTopologyPageInfo": lambda c: c.topology_page("t-1"),
     "getUserTopology": lambda c: c.structure("t-1"),
+    "getTopologyConf": lambda c: c.topology_conf("t-1"),
 }
 I32 = st.integers(-(2**31), 2**31 - 1)
 PRIMITIVES: dict[int, st.SearchStrategy[Any]] = {
@@ -92,6 +93,7 @@ PRIMITIVES: dict[int, st.SearchStrategy[Any]] = {
     TType.I64: st.integers(-(2**63), 2**63 - 1),
     TType.DOUBLE: st.floats(allow_nan=True, allow_infinity=True),
     TType.STRING: st.one_of(st.text(max_size=8), st.sampled_from(["default", "__system", "t", ""])),
+    TType.BINARY: st.one_of(st.binary(max_size=8), st.just(b"PartialKeyGrouping")),
 }
 
 

@@ -26,6 +26,22 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "scaling.maxUnits": {"scaling.minUnits": -1000, "scaling.budget": -1000},
     "scaling.targetRate": {"scaling.mode": "Recommend"},
 }
+#: A Secret reference of ``metrics.auth`` → the other references its object requires.
+SECRET_REFS = {
+    "bearerToken": (),
+    "basic.username": ("basic.password",),
+    "basic.password": ("basic.username",),
+    "tls.certificate": ("tls.key",),
+    "tls.key": ("tls.certificate",),
+    "ca": (),
+}
+for _ref, _others in SECRET_REFS.items():
+    # the reference's other half, its object's other references, and https where TLS asks for it
+    _needs: dict[str, Any] = {f"metrics.auth.{o}.{k}": "s" for o in _others for k in ("name", "key")}
+    if _ref.startswith(("tls", "ca")):
+        _needs["metrics.prometheus"] = "https://prometheus:9090"
+    for _leaf, _other in (("name", "key"), ("key", "name")):
+        COMPANIONS[f"metrics.auth.{_ref}.{_leaf}"] = {f"metrics.auth.{_ref}.{_other}": "s", **_needs}
 #: What a list item needs besides the field under test.
 ITEMS: dict[str, dict[str, Any]] = {
     "components[]": {"name": "2"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -100,6 +101,54 @@ def test_structure_inputs_keyed_by_global_stream_id_decode_from_the_wire() -> No
     structure = decode.topology_structure(wire(topology))
     assert structure.components["b"].inputs == {A: "fields"}
     assert structure.children("a") == ("b",)
+
+
+def test_every_grouping_decodes_from_the_wire_by_name() -> None:
+    def common(inputs: dict[Any, Any]) -> Any:
+        return NIMBUS.ComponentCommon(inputs=inputs, streams={"default": NIMBUS.StreamInfo(["n"], False)})
+
+    null = NIMBUS.NullStruct()
+    partial = b"\xac\xed\x00\x05sr\x00,org.apache.storm.grouping.PartialKeyGrouping"
+    groupings = {
+        "fields": NIMBUS.Grouping(fields=["n"]),
+        "global": NIMBUS.Grouping(fields=[]),
+        "shuffle": NIMBUS.Grouping(shuffle=null),
+        "all": NIMBUS.Grouping(all=null),
+        "none": NIMBUS.Grouping(none=null),
+        "direct": NIMBUS.Grouping(direct=null),
+        "local_or_shuffle": NIMBUS.Grouping(local_or_shuffle=null),
+        "partial_key": NIMBUS.Grouping(custom_serialized=partial),
+        "custom": NIMBUS.Grouping(custom_serialized=b"\xac\xed\x00\x05sr\x00\x0bmy.Grouping"),
+    }
+    objects = {
+        "object_partial": NIMBUS.JavaObject("org.apache.storm.grouping.PartialKeyGrouping", []),
+        "object_custom": NIMBUS.JavaObject("my.Grouping", [NIMBUS.JavaObjectArg(string_arg="k")]),
+    }
+    every = groupings | {name: NIMBUS.Grouping(custom_object=o) for name, o in objects.items()}
+    source = NIMBUS.GlobalStreamId("a", "default")
+    bolts = {name: NIMBUS.Bolt(common=common({source: g})) for name, g in every.items()}
+    topology = NIMBUS.StormTopology(spouts={"a": NIMBUS.SpoutSpec(common=common({}))}, bolts=bolts)
+    structure = decode.topology_structure(wire(topology))
+    decoded = {name: dict(c.inputs)[A] for name, c in structure.components.items() if name != "a"}
+    assert decoded == {name: name for name in groupings} | {
+        "object_partial": "partial_key",
+        "object_custom": "custom",
+    }
+
+
+def test_the_topology_conf_decodes_from_the_wire_as_a_json_object() -> None:
+    conf = {"topology.disable.loadaware.messaging": True, "topology.workers": 2}
+    result = NIMBUS.Nimbus.getTopologyConf_result(success=json.dumps(conf))
+    assert decode.topology_conf(wire(result).success) == conf
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["[1, 2]", '"conf"', "{not json", "[" * 100_000 + "]" * 100_000, "{" + " " * decode.MAX_CONF_CHARS + "}"],
+)
+def test_a_topology_conf_that_is_no_bounded_json_object_is_a_value_error(raw: str) -> None:
+    with pytest.raises(ValueError, match=r"topology conf|Expecting|delimiter"):
+        decode.topology_conf(raw)
 
 
 def test_an_executor_without_stats_has_empty_windows() -> None:

@@ -66,9 +66,13 @@ MULTILANG = synthetic.Scenario(
     seed=9,
 )
 MULTILANG_NO_CPU = dataclasses.replace(MULTILANG, name="multilang-no-cpu", cpu_components=())
+# a source at 1.4× its base rate one step in ten, the topology following it (bolt 3 keeps up: 210 < 250/s)
+BURSTY = synthetic.Scenario(
+    name="bursty", duration_s=1200, noise=0.01, offered_scale=0.3, load_wave=(1.0,) * 9 + (1.4,), seed=10
+)
 CASES = [(T17, REBALANCE), (DIAMOND, BACKPRESSURE), (LINEAR, NO_OFFERED), (TREE, UNSTABLE), (T10, PARTIAL)]
 CASES += [(DIAMOND, LAGGING), (DIAMOND, LAGGING_OLD), (T17, OLD_STYLE), (LINEAR, RESTART)]
-CASES += [(LINEAR, MULTILANG), (LINEAR, MULTILANG_NO_CPU)]
+CASES += [(LINEAR, MULTILANG), (LINEAR, MULTILANG_NO_CPU), (LINEAR, BURSTY)]
 
 
 @pytest.fixture(scope="module")
@@ -276,6 +280,23 @@ def test_without_the_pods_cpu_the_lying_latency_inflates_capacity(
     assert throughput(estimated, units, FlowModel.BACKPRESSURE) > 1.2 * throughput(
         LINEAR, units, FlowModel.BACKPRESSURE
     )
+
+
+def test_a_bursty_source_s_demand_is_its_distribution_over_the_window_s_steps(
+    profiles: dict[str, dict[str, Any]],
+) -> None:
+    """Base 150/s, 210/s one step in ten: the mean is 1.04 × 150, the median 150, the p95 and the
+    largest step 210 (that the engines agree on it: the test after this one)."""
+    spout = by_id(profiles["bursty"])["1"]
+    demand = spout["demandPerUnit"]
+    assert demand["mean"] == spout["outputPerUnit"] == pytest.approx(1.04 * 150.0, rel=REL)
+    assert demand["p50"] == pytest.approx(150.0, rel=REL)
+    assert demand["p95"] == pytest.approx(210.0, rel=REL)
+    assert demand["max"] == pytest.approx(210.0, rel=0.05)
+    assert (demand["steps"], demand["stepSeconds"]) == (119, 10.0)  # 120 intervals, the first before any move
+    steady = by_id(profiles["partial-split"])["1"]["demandPerUnit"]  # a constant load: all four agree
+    assert steady["p50"] == pytest.approx(steady["mean"], rel=REL)
+    assert steady["p95"] == pytest.approx(steady["mean"], rel=0.05)
 
 
 def test_single_process_engine_gives_the_same_profiles(

@@ -147,7 +147,7 @@ def size_units(
     source: str,
     slots_per_pod: int,
     bounds: tuple[int, int] | None = None,
-    plan_strategy: Strategy = Strategy.COMBINED,
+    plan_strategy: Strategy = Strategy.BEST,
     flow_model: FlowModel = FlowModel.BACKPRESSURE,
 ) -> SizedUnits:
     """The sizing's units for Ω = ``target_rate`` (module docstring; ``source``: where Ω comes from);

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -34,6 +35,8 @@ from stormscale.operator.adapters.kube import (
 )
 from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
+from stormscale.operator.adapters.secrets import CredentialsUnavailableError, KubeSecrets, metrics_auth
+from stormscale.operator.endpoints import EndpointPolicy, EndpointPolicyError
 from stormscale.operator.metrics import OperatorMetrics, PassEnd, serve
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import (
@@ -49,8 +52,10 @@ from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
-from stormscale.storm.errors import one_line, redact
+from stormscale.storm.delivery import PlacementEndpoint
+from stormscale.storm.errors import RedactingFilter, one_line, redact
 from stormscale.storm.model import Endpoint
+from stormscale.storm.samples.reader import CA_FILE_ENV
 
 INTERVAL_S = float(os.environ.get("STORMSCALE_INTERVAL_SECONDS", "30"))
 """Seconds between two timer passes over each StormTopology (level-based reconciliation)."""
@@ -67,10 +72,13 @@ on a silent Nimbus or Prometheus holds its thread until its timeouts end it (10 
 resources then kept every other timer waiting ~27 s (docs/evaluation.md, "Many resources")."""
 METRICS_LISTEN_ENV = "STORMSCALE_METRICS_LISTEN"
 """``host:port`` of the operator's own metrics (docs/operator/reference.md); unset: not served."""
+PLACEMENT_TOKEN_ENV = "STORMSCALE_PLACEMENT_TOKEN_FILE"
+"""A file holding the bearer token of the scheduler's placement endpoint (unset: no token is sent)."""
 METRICS = OperatorMetrics()
 TIMER_STOP_POLL_S = 1.0
 """How often Kopf checks whether a deleted resource's timer pass has ended (then drops the finalizer)."""
 LOG = logging.getLogger("stormscale.operator")
+LOG.addFilter(RedactingFilter())  # every line, tracebacks included: no userinfo, no Secret's value
 
 PortsFactory = Callable[[Policy, str, kopf.Body], Ports]
 
@@ -123,10 +131,56 @@ def status_store() -> KubeStatus:
     return KubeStatus(kube_api(), _STORED, _HELD)
 
 
+def placement_endpoint(policy: Policy) -> PlacementEndpoint | None:
+    """The scheduler's placement endpoint the spec names (``spec.nimbus.placementPort``), with the
+    operator's token file (``STORMSCALE_PLACEMENT_TOKEN_FILE``, the chart mounts it from a Secret)."""
+    port = policy.spec.nimbus.placement_port
+    if port is None:
+        return None
+    token = os.environ.get(PLACEMENT_TOKEN_ENV)
+    return PlacementEndpoint(port, Path(token) if token else None)
+
+
+_ENDPOINTS: EndpointPolicy | None = None
+
+
+def endpoint_policy() -> EndpointPolicy:
+    """The operator's endpoint policy, read from the environment once (``EndpointPolicyError`` for
+    an entry that is not one of the documented forms)."""
+    global _ENDPOINTS  # noqa: PLW0603 - the process's configuration, read lazily
+    if _ENDPOINTS is None:
+        _ENDPOINTS = EndpointPolicy.from_env()
+    return _ENDPOINTS
+
+
+def announce_endpoint_policy() -> None:
+    """Read the endpoint policy at startup and log it, a WARNING per open kind; a bad entry stops
+    the operator (:class:`kopf.PermanentError` naming the variable)."""
+    try:
+        endpoints = endpoint_policy()
+    except EndpointPolicyError as err:
+        raise kopf.PermanentError(str(err)) from None
+    for line in endpoints.describe():
+        (LOG.warning if "open" in line else LOG.info)("%s", line)
+
+
+def endpoint_refusal(policy: Policy) -> str | None:
+    """Why the spec's endpoints are refused by the operator's endpoint policy (None: allowed)."""
+    spec = policy.spec
+    urls = {"spec.metrics.prometheus": spec.metrics.prometheus, "spec.ui.url": spec.ui.url}
+    nimbus = (spec.nimbus.host, spec.nimbus.port)
+    return endpoint_policy().refusal(nimbus, urls, placement_port=spec.nimbus.placement_port)
+
+
 def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
+    """The real ports; the spec's ``metrics.auth`` Secrets are read here
+    (:class:`~stormscale.operator.adapters.secrets.CredentialsUnavailableError` when they cannot be)."""
     api = kube_api()
+    owner = f"{namespace}/{body.metadata.name}"
+    ca_file = os.environ.get(CA_FILE_ENV)
+    auth = metrics_auth(policy.spec.metrics.auth, namespace, owner, KubeSecrets(api), ca_file)
     nimbus = NimbusClient(Endpoint(policy.spec.nimbus.host, policy.spec.nimbus.port))
-    deployments, storm = KubeDeployments(api), NimbusPort(nimbus)
+    deployments, storm = KubeDeployments(api), NimbusPort(nimbus, placement_endpoint(policy))
     return Ports(
         deployments=deployments,
         nimbus=storm,
@@ -139,6 +193,7 @@ def default_ports(policy: Policy, namespace: str, body: kopf.Body) -> Ports:
             pod_overhead_cores=policy.spec.workers.pod_overhead_cores,
             slots_per_pod=policy.spec.workers.slots_per_pod,
             demand=policy.spec.demand(),
+            auth=auth,
         ),
         status=status_store(),
         events=KopfEvents(body),
@@ -218,6 +273,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # 60 s, so `kubectl delete` hung a minute or more (measured on the test bed: 80 s).
     settings.background.cancellation_polling = TIMER_STOP_POLL_S
     settings.execution.max_workers = WORKER_THREADS
+    announce_endpoint_policy()
     listen = os.environ.get(METRICS_LISTEN_ENV)
     if listen:
         try:
@@ -325,7 +381,12 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     except InvalidSpecError as err:
         return refuse(status, Reason.INVALID_SPEC, str(err))
     try:
+        refused = endpoint_refusal(policy)
+        if refused is not None:  # before any port is built: nothing is contacted
+            return refuse(status, Reason.ENDPOINT_REFUSED, refused)
         return reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, namespace, body), now)
+    except CredentialsUnavailableError as err:
+        return refuse(status, Reason.CREDENTIALS_UNAVAILABLE, str(err))
     except (kopf.TemporaryError, SupersededError):
         raise
     except Exception as err:  # the error contract's last line: a condition and a log, not a bare traceback

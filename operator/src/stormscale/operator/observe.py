@@ -82,6 +82,8 @@ def topology(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Seen
         running=_running(st.status.placement, storm, policy),
         drift=placement_drift(st.status.placement, storm, policy),
         replicas_owners=workers.replicas_owners,
+        conf=storm.conf,
+        groupings=storm.groupings,
     )
     return Seen(workers, storm, Observation(st.now, resource.generation, view, baseline=baseline))
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from stormscale.planner import FlowModel, SizingStrategy, Strategy
+from stormscale.planner import DemandStatistic, FlowModel, SizingStrategy, Strategy
 from stormscale.samples import parse_duration
 from stormscale.samples.durations import MAX_LENGTH as DURATION_MAX_LENGTH
 from stormscale.samples.durations import PATTERN as DURATION
@@ -65,13 +66,33 @@ class _Model(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
+def _no_userinfo(url: str) -> str:
+    """``url`` when it carries no userinfo (``user:password@``); credentials go in ``metrics.auth``,
+    never in a URL that is echoed in conditions, events and logs. The message does not repeat it."""
+    if "@" in urlsplit(url).netloc:
+        raise ValueError("a URL must not carry userinfo (user:password@): name a Secret in metrics.auth")
+    return url
+
+
+#: An endpoint URL: http(s), no userinfo (the CRD's pattern refuses an ``@`` before the path too).
+Url = Annotated[str, Field(max_length=2048, pattern=r"^https?://"), AfterValidator(_no_userinfo)]
+
+
+def _no_host_userinfo(host: str) -> str:
+    if "@" in host:
+        raise ValueError("a host must not carry userinfo (user:password@)")
+    return host
+
+
 class NimbusSpec(_Model):
-    host: str = Field(min_length=1, max_length=253)
+    host: Annotated[str, Field(min_length=1, max_length=253), AfterValidator(_no_host_userinfo)]
     port: int = Field(default=6627, ge=1, le=65535)
+    #: The scheduler's placement endpoint on the leader Nimbus; ``None``: placements go in the conf.
+    placement_port: int | None = Field(default=None, ge=1, le=65535)
 
 
 class UiSpec(_Model):
-    url: str | None = Field(default=None, max_length=2048, pattern=r"^https?://")
+    url: Url | None = None
 
 
 _CPU_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
@@ -135,8 +156,49 @@ class WorkersSpec(_Model):
         return self
 
 
+#: A Secret's name (a DNS subdomain) and a key of its data, in the StormTopology's namespace.
+SECRET_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+
+
+class SecretKeyRef(_Model):
+    name: str = Field(min_length=1, max_length=253, pattern=SECRET_NAME)
+    key: str = Field(min_length=1, max_length=253, pattern=SECRET_KEY)
+
+
+class BasicAuthSpec(_Model):
+    username: SecretKeyRef
+    password: SecretKeyRef
+
+
+class TlsClientSpec(_Model):
+    """A client certificate and its private key (PEM), e.g. a ``kubernetes.io/tls`` Secret's
+    ``tls.crt`` and ``tls.key``."""
+
+    certificate: SecretKeyRef
+    key: SecretKeyRef
+
+
+class MetricsAuthSpec(_Model):
+    """How the operator authenticates to Prometheus: Secrets in the resource's namespace, read
+    through the API server on every pass, never shown."""
+
+    bearer_token: SecretKeyRef | None = None
+    basic: BasicAuthSpec | None = None
+    tls: TlsClientSpec | None = None
+    #: A PEM bundle trusted for an https Prometheus instead of the operator's own.
+    ca: SecretKeyRef | None = None
+
+    @model_validator(mode="after")
+    def _one_header(self) -> MetricsAuthSpec:
+        if self.bearer_token is not None and self.basic is not None:
+            raise ValueError("metrics.auth: bearerToken and basic are exclusive; set one")
+        return self
+
+
 class MetricsSpec(_Model):
-    prometheus: str = Field(max_length=2048, pattern=r"^https?://")
+    prometheus: Url
+    auth: MetricsAuthSpec | None = None
     window: Duration = "5m"
     max_age: Duration = "2m"
     step: Duration = "10s"
@@ -145,6 +207,13 @@ class MetricsSpec(_Model):
     #: than ``publishedMaxAge`` ago, else on the in-process profile (with a condition saying why).
     profile: ProfileSource = ProfileSource.IN_PROCESS
     published_max_age: Duration = "26h"
+
+    @model_validator(mode="after")
+    def _tls_needs_https(self) -> MetricsSpec:
+        auth = self.auth
+        if auth is not None and (auth.tls or auth.ca) and not self.prometheus.startswith("https://"):
+            raise ValueError("metrics.auth.tls and metrics.auth.ca need an https:// metrics.prometheus")
+        return self
 
     @model_validator(mode="after")
     def _steps(self) -> MetricsSpec:
@@ -187,6 +256,9 @@ class ScalingSpec(_Model):
     target_rate: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)
     #: The sizing strategy; absent: no sizing (or Exact when targetRate is set).
     sizing: SizingKind | None = None
+    #: Which statistic of each spout's per-step demand over the profile's window Auto sizes for
+    #: (``mean``, ``p50``, ``p95``, ``max``); a profile without the distribution offers its mean.
+    demand_percentile: DemandStatistic = DemandStatistic.P95
 
     @model_validator(mode="after")
     def _bounds(self) -> ScalingSpec:

@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from stormscale.operator.policy import PlacementKind, ProfileSource
 from stormscale.operator.status import PendingApply, PlacementStatus, Reason, StormTopologyStatus
-from stormscale.planner import ProfileConfidence, Topology
+from stormscale.planner import DemandDistribution, ProfileConfidence, Topology
 from stormscale.storm.model import Executor, is_system
 from stormscale.storm.samples import Pod
 
@@ -102,6 +102,10 @@ class StormTopologyState:
     supervisor_slots: Mapping[str, int] = field(default_factory=dict)
     #: What Nimbus's scheduler says of the topology (``sched_status``; empty: nothing).
     sched_status: str = ""
+    #: The topology's conf from Nimbus (``None``: not read).
+    conf: Mapping[str, Any] | None = None
+    #: The groupings of each user component's inputs (``None``: not read).
+    groupings: Mapping[str, frozenset[str]] | None = None
 
     @property
     def system_executors(self) -> dict[str, int]:
@@ -150,6 +154,11 @@ class MeasuredProfile:
     source: ProfileSource = ProfileSource.IN_PROCESS
     #: The published profile's window (``start/end``); ``None``: the spec's ``metrics.window`` to now.
     window: str | None = None
+    #: Each spout's demand over the window's steps (``demandPerUnit``), by id; empty: means only.
+    demand: Mapping[str, DemandDistribution] = field(default_factory=dict)
+    #: Which demand the topology's spouts offer (``None``: the window's mean, as measured), e.g.
+    #: ``demand p95 of 5m00s (30 steps of 10s): 23.4/s (mean 18.1/s)``; set by Auto's choice.
+    demand_used: str | None = None
 
 
 class WorkerDeployments(Protocol):

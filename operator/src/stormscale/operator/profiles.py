@@ -213,6 +213,7 @@ def _judge_published(
         published.profile.confidence,
         source=ProfileSource.PUBLISHED,
         window=published.window,
+        demand=published.profile.demand,
     )
     message = (
         f"ConfigMap {where}: window {published.window}, computed {published.computed_at:%Y-%m-%dT%H:%M:%SZ}"

@@ -25,7 +25,10 @@ SCALING_LIMITED = "ScalingLimited"
 #: Only with ``spec.metrics.profile: Published``: True while plans rest on the fleet job's ConfigMap,
 #: False (with why) while they fall back to the in-process profile.
 PUBLISHED_PROFILE = "PublishedProfile"
-CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED, PUBLISHED_PROFILE)
+#: True while the topology's conf and graph fit the model's assumptions (even shuffle splits, units
+#: that divide tasks); False lists those that do not. The operator plans either way.
+ASSUMPTIONS_CHECKED = "AssumptionsChecked"
+CONDITION_TYPES = (READY, PROGRESSING, DEGRADED, SCALING_LIMITED, PUBLISHED_PROFILE, ASSUMPTIONS_CHECKED)
 MAX_MESSAGE = 32768  # metav1.Condition's limit
 
 
@@ -60,6 +63,10 @@ class Reason(StrEnum):
     INVALID_SPEC = "InvalidSpec"
     INVALID_STATUS = "InvalidStatus"
     INTERNAL_ERROR = "InternalError"
+    #: The spec names a Nimbus endpoint or a URL the operator's endpoint policy does not allow.
+    ENDPOINT_REFUSED = "EndpointRefused"
+    #: A Secret or a key the spec's ``metrics.auth`` names is missing, unreadable or unusable.
+    CREDENTIALS_UNAVAILABLE = "CredentialsUnavailable"
     # Healthy, progressing, applied
     HEALTHY = "Healthy"
     STABLE = "Stable"
@@ -81,6 +88,9 @@ class Reason(StrEnum):
     PUBLISHED_PROFILE_STALE = "PublishedProfileStale"
     PUBLISHED_PROFILE_INVALID = "PublishedProfileInvalid"
     PUBLISHED_PROFILE_UNAVAILABLE = "PublishedProfileUnavailable"
+    # AssumptionsChecked: the model's assumptions hold, or which do not (not Degraded)
+    MODEL_ASSUMPTIONS_HOLD = "ModelAssumptionsHold"
+    MODEL_ASSUMPTIONS_VIOLATED = "ModelAssumptionsViolated"
     # Events only
     SCALING_APPLIED = "ScalingApplied"
     BASELINE_REFRESHED = "BaselineRefreshed"
@@ -115,6 +125,8 @@ RETRY_AFTER: Mapping[Reason, float | None] = {
     Reason.PLANNING_FAILED: 5 * RETRY_WAITING_S,
     Reason.INVALID_STATUS: 5 * RETRY_WAITING_S,
     Reason.INTERNAL_ERROR: 5 * RETRY_WAITING_S,
+    Reason.ENDPOINT_REFUSED: None,
+    Reason.CREDENTIALS_UNAVAILABLE: RETRY_WAITING_S,
 }
 
 
@@ -257,6 +269,9 @@ class PlanSummary(_Status):
     #: and the window the profile's samples span.
     profile_source: str | None = None
     profile_window: str | None = None
+    #: Auto: the demand the plan sizes for, e.g. ``demand p95 of 5m00s (30 steps of 10s): 23.4/s
+    #: (mean 18.1/s)`` (``scaling.demandPercentile`` of the profile's per-step demand).
+    demand: str | None = None
     #: For ``Best``: the exact program stopped at its time limit (or could not run), so the plan
     #: applied is the best found, not a proven optimum.
     note: str | None = None

@@ -261,6 +261,10 @@ class NimbusClient:
         """The submitted graph of a topology, by topology id."""
         return self._read(decode.topology_structure, "getUserTopology", topology_id)
 
+    def topology_conf(self, topology_id: str) -> dict[str, Any]:
+        """The topology's conf as Nimbus stores it (as submitted, rebalances' overrides merged), by id."""
+        return self._read(decode.topology_conf, "getTopologyConf", topology_id)
+
     def rebalance(self, name: str, request: RebalanceRequest, validate: bool = True) -> None:
         """Ask the leader to rebalance topology ``name``.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,14 @@ from stormscale.storm.model import (
 )
 
 GROUPINGS = ("fields", "shuffle", "all", "none", "direct", "local_or_shuffle")
+#: Names of the groupings :func:`topology_structure` gives besides :data:`GROUPINGS`: ``global`` (a
+#: fields grouping on no field: every tuple to one task), ``partial_key`` (Storm's key grouping split
+#: over two tasks, a custom grouping) and ``custom`` (any other).
+GLOBAL, PARTIAL_KEY, CUSTOM = "global", "partial_key", "custom"
+#: The class of Storm's partial key grouping, as a custom grouping names it.
+PARTIAL_KEY_CLASS = "PartialKeyGrouping"
+#: The longest topology conf read (characters of its JSON): Storm's defaults alone are about 20 kB.
+MAX_CONF_CHARS = 1024 * 1024
 
 
 def topology_summary(raw: Any) -> TopologySummary:
@@ -138,8 +147,22 @@ def topology_page(raw: Any, window: str) -> TopologyPage:
     )
 
 
+def _custom_grouping(raw: Any) -> str:
+    """``partial_key`` when the custom grouping's class (named in its object, or inside its
+    Java-serialized bytes) is Storm's partial key grouping, else ``custom``."""
+    named = raw.custom_object.full_class_name if raw.custom_object is not None else ""
+    serialized = raw.custom_serialized or b""
+    text = serialized.decode("latin-1") if isinstance(serialized, bytes) else str(serialized)
+    if PARTIAL_KEY_CLASS in (named or "") or PARTIAL_KEY_CLASS in text:
+        return PARTIAL_KEY
+    return CUSTOM
+
+
 def _grouping(raw: Any) -> str:
-    return next((g for g in GROUPINGS if getattr(raw, g, None) is not None), "custom")
+    if raw.fields is not None and len(raw.fields) == 0:
+        return GLOBAL
+    named = next((g for g in GROUPINGS if getattr(raw, g, None) is not None), None)
+    return named if named is not None else _custom_grouping(raw)
 
 
 def _component(name: str, kind: Kind, common: Any) -> ComponentSpec:
@@ -152,3 +175,17 @@ def topology_structure(raw: Any) -> TopologyStructure:
     spouts = {n: _component(n, Kind.SPOUT, s.common) for n, s in raw.spouts.items()}
     bolts = {n: _component(n, Kind.BOLT, b.common) for n, b in raw.bolts.items()}
     return TopologyStructure(spouts | bolts)
+
+
+def topology_conf(raw: str) -> dict[str, Any]:
+    """The topology's conf (``getTopologyConf``: a JSON object), at most :data:`MAX_CONF_CHARS` long;
+    anything else (too long, not JSON, nested too deep, not an object) is a ``ValueError``."""
+    if len(raw) > MAX_CONF_CHARS:
+        raise ValueError(f"topology conf of {len(raw)} characters, over {MAX_CONF_CHARS}")
+    try:
+        conf = json.loads(raw)
+    except RecursionError:
+        raise ValueError("topology conf nested too deep") from None
+    if not isinstance(conf, dict):
+        raise ValueError(f"topology conf is a JSON {type(conf).__name__}, not an object")
+    return conf

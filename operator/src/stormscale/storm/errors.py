@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+from collections.abc import Iterable
 
 MAX_MESSAGE = 300
 
@@ -42,8 +45,53 @@ class NotAuthorizedError(NimbusError):
 _USERINFO = re.compile(r"""(?:(?<=//)|(?<![^\s('"\[]))[^\s/?#'"()\[\]]*@""")
 
 
+#: Secret values shorter than this are not hidden by text replacement (it would mangle every message
+#: holding those few characters); the Secrets a spec names should hold longer ones.
+MIN_SECRET_LENGTH = 4
+_SECRETS: dict[str, frozenset[str]] = {}
+_SECRETS_GUARD = threading.Lock()
+
+
+def register_secrets(owner: str, values: Iterable[str]) -> None:
+    """Hide ``values`` (credentials read for ``owner``, e.g. a resource's ``namespace/name``) in every
+    text :func:`redact` returns from now on; replaces what ``owner`` registered before."""
+    kept = frozenset(v for v in values if len(v) >= MIN_SECRET_LENGTH)
+    with _SECRETS_GUARD:
+        if kept:
+            _SECRETS[owner] = kept
+        else:
+            _SECRETS.pop(owner, None)
+
+
+def _secret_values() -> list[str]:
+    """Every registered value, longest first (a value holding another is hidden whole)."""
+    with _SECRETS_GUARD:
+        values = set().union(*_SECRETS.values()) if _SECRETS else set()
+    return sorted(values, key=len, reverse=True)
+
+
 def redact(text: object) -> str:
     """``text`` (a URL, ``host:port``, or a message holding them) with every userinfo
-    (``user:password@``) replaced by ``***@``: the one form in which an endpoint goes into a message,
+    (``user:password@``) replaced by ``***@`` and every registered secret value
+    (:func:`register_secrets`) by ``***``: the one form in which an endpoint goes into a message,
     a condition, an event or a log."""
-    return _USERINFO.sub("***@", str(text))
+    shown = _USERINFO.sub("***@", str(text))
+    for value in _secret_values():
+        shown = shown.replace(value, "***")
+    return shown
+
+
+class RedactingFilter(logging.Filter):
+    """Log records through :func:`redact`: the message with its arguments, and a traceback's text
+    (an exception's message may quote what it was given)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # arguments that do not fit the format: shown as given
+            message = f"{record.msg} {record.args}"
+        record.msg, record.args = redact(message), None
+        if record.exc_info:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True

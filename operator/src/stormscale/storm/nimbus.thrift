@@ -150,12 +150,31 @@ struct TopologyPageInfo {
 // The topology's structure (getUserTopology); component objects are left out.
 struct NullStruct {}
 
+// A custom grouping as Storm's Java builder submits it: a class and its constructor's arguments.
+union JavaObjectArg {
+  1: i32 int_arg;
+  2: i64 long_arg;
+  3: string string_arg;
+  4: bool bool_arg;
+  5: binary binary_arg;
+  6: double double_arg;
+}
+
+struct JavaObject {
+  1: required string full_class_name;
+  2: required list<JavaObjectArg> args_list;
+}
+
+// fields: an empty list is the global grouping; custom_serialized: a Java-serialized
+// CustomStreamGrouping (the partial key grouping among them).
 union Grouping {
   1: list<string> fields;
   2: NullStruct shuffle;
   3: NullStruct all;
   4: NullStruct none;
   5: NullStruct direct;
+  6: JavaObject custom_object;
+  7: binary custom_serialized;
   8: NullStruct local_or_shuffle;
 }
 
@@ -204,6 +223,8 @@ service Nimbus {
   TopologyPageInfo getTopologyPageInfo(1: string id, 2: string window, 3: bool is_include_sys)
     throws (1: NotAliveException e, 2: AuthorizationException aze);
   StormTopology getUserTopology(1: string id) throws (1: NotAliveException e, 2: AuthorizationException aze);
+  // The topology's conf as submitted (and merged by rebalances), a JSON object.
+  string getTopologyConf(1: string id) throws (1: NotAliveException e, 2: AuthorizationException aze);
   void rebalance(1: string name, 2: RebalanceOptions options)
     throws (1: NotAliveException e, 2: InvalidTopologyException ite, 3: AuthorizationException aze);
   void killTopologyWithOpts(1: string name, 2: KillOptions options)

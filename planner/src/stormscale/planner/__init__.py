@@ -4,6 +4,7 @@ No I/O beyond reading a profile file, no clock, no Kubernetes, no Spark (an impo
 checks it).
 """
 
+from stormscale.planner.demand import DemandDistribution, DemandStatistic, DemandUsed, at_demand
 from stormscale.planner.elasticity.model import Level
 from stormscale.planner.elasticity.units import Choice, Provisioned, SlotPod, change_units
 from stormscale.planner.flow import FlowModel, FlowState, evaluate, throughput
@@ -31,6 +32,7 @@ from stormscale.planner.profile import (
     ProfileConfidence,
     ProfileError,
     WindowConfidence,
+    demand_distributions,
     load_profile,
     parse_confidence,
     parse_profile,
@@ -52,6 +54,9 @@ __all__ = [
     "Component",
     "ComponentConfidence",
     "DemandCheck",
+    "DemandDistribution",
+    "DemandStatistic",
+    "DemandUsed",
     "FlowModel",
     "FlowState",
     "Kind",
@@ -74,10 +79,12 @@ __all__ = [
     "Topology",
     "WindowConfidence",
     "add_allocation",
+    "at_demand",
     "best_of",
     "change_units",
     "check_units_fit_a_slot",
     "compare_strategies",
+    "demand_distributions",
     "evaluate",
     "executor_loads",
     "is_finite_number",

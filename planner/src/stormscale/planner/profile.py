@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from stormscale.planner.demand import DemandDistribution
 from stormscale.planner.model import Component, Kind, Topology
 from stormscale.planner.numbers import is_finite_number, short
 
@@ -140,6 +141,7 @@ def _parse_component(path: str, item: Any) -> Component:
     max_units = _max_units(item, path, kind, units)
     tasks = _tasks(item, path, units)
     children = _children(item, path)
+    _demand_per_unit(item, path, kind)  # validated here, read by demand_distributions
     if kind is Kind.SPOUT:
         return Component(
             id=cid,
@@ -187,6 +189,51 @@ def _rate(
         shown = f"{value:g}" if isinstance(value, float) else short(value)
         raise ProfileError(f"{path}.{key}: must be at most {MAX_RATE:g}, got {shown}")
     return float(value)
+
+
+def _demand_per_unit(item: Mapping[str, Any], path: str, kind: Kind) -> DemandDistribution | None:
+    """``demandPerUnit`` (optional, spouts only): the demand's distribution over the window, per unit::
+
+    {"mean": m, "p50": a, "p95": b, "max": c, "steps": n, "stepSeconds": s}
+    rates in [0, MAX_RATE],  a ≤ b ≤ c,  n ≥ 1,  0 < s ≤ MAX_RATE
+
+    The mean is the window's rate (over each series' own span), not the steps' mean: it is not
+    held to the steps' maximum.
+    """
+    raw = item.get("demandPerUnit")
+    if raw is None:
+        return None
+    where = f"{path}.demandPerUnit"
+    if kind is not Kind.SPOUT:
+        raise ProfileError(f"{where}: only a spout's demand has a distribution")
+    if not isinstance(raw, Mapping):
+        raise ProfileError(f"{where}: must be an object")
+    missing = [k for k in ("mean", "p50", "p95", "max", "steps", "stepSeconds") if k not in raw]
+    if missing:
+        raise ProfileError(f"{where}.{missing[0]}: missing")
+    rates = {k: _rate(raw, k, where) for k in ("mean", "p50", "p95", "max")}
+    if not rates["p50"] <= rates["p95"] <= rates["max"]:
+        shown = ", ".join(f"{rates[k]:g}" for k in ("p50", "p95", "max"))
+        raise ProfileError(f"{where}: p50 ≤ p95 ≤ max must hold, got {shown}")
+    steps = _count(raw, "steps", where, required=True)
+    assert steps is not None
+    if steps < 1:
+        raise ProfileError(f"{where}.steps: must be at least 1, got {steps}")
+    step = _rate(raw, "stepSeconds", where)
+    if step <= 0:
+        raise ProfileError(f"{where}.stepSeconds: must be > 0, got {step:g}")
+    return DemandDistribution(steps=steps, step_seconds=step, **rates)
+
+
+def demand_distributions(document: Any) -> dict[str, DemandDistribution]:
+    """Each spout's ``demandPerUnit`` by id, from a document :func:`parse_profile` accepted (a
+    profile without them, as every profile written before, has none: its spouts' means are used)."""
+    out: dict[str, DemandDistribution] = {}
+    for i, item in enumerate(document["components"]):
+        distribution = _demand_per_unit(item, f"components[{i}]", Kind(item["kind"]))
+        if distribution is not None:
+            out[item["id"]] = distribution
+    return out
 
 
 def _count(item: Mapping[str, Any], key: str, path: str, *, required: bool) -> int | None:
@@ -397,12 +444,16 @@ class Profile:
 
     topology: Topology
     confidence: ProfileConfidence = field(default_factory=ProfileConfidence)
+    #: Each spout's demand over the window (``demandPerUnit``) by id; empty when the profile has none.
+    demand: Mapping[str, DemandDistribution] = field(default_factory=dict)
 
 
 def read_profile(document: Any) -> Profile:
-    """:func:`parse_profile` and :func:`parse_confidence` of one decoded document: raises
-    :class:`ProfileError` on the format's fields only (the confidence never fails)."""
-    return Profile(parse_profile(document), parse_confidence(document))
+    """:func:`parse_profile`, :func:`parse_confidence` and :func:`demand_distributions` of one
+    decoded document: raises :class:`ProfileError` on the format's fields only (the confidence never
+    fails)."""
+    topology = parse_profile(document)
+    return Profile(topology, parse_confidence(document), demand_distributions(document))
 
 
 def _object(value: Any) -> Mapping[str, Any]:

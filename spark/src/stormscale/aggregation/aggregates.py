@@ -79,6 +79,33 @@ class ComponentStats:
     offered_cv: float | None
     emitted_n: int
     emitted_cv: float | None
+    #: The distribution of the component's offered and emitted rates over the window's steps
+    #: (:func:`~stormscale.aggregation.formulas.period_rate`, summed over its series at each step):
+    #: the median, the 95th percentile (linear interpolation) and the largest, the steps they rest
+    #: on, and the steps' median length in seconds.
+    offered_p50: float | None = None
+    offered_p95: float | None = None
+    offered_max: float | None = None
+    offered_steps: int = 0
+    emitted_p50: float | None = None
+    emitted_p95: float | None = None
+    emitted_max: float | None = None
+    emitted_steps: int = 0
+    step_s: float | None = None
+
+
+#: The counters whose per-step distribution the aggregates carry (a spout's demand is one of them).
+DEMAND_COUNTERS = ("offered", "emitted")
+#: The distribution's fields per counter, and their value when a component has no step.
+DEMAND_FIELDS = ("p50", "p95", "max", "steps")
+
+
+def no_demand_steps() -> dict[str, Any]:
+    """The distribution's fields of a component without a single step (no counter moved twice)."""
+    out: dict[str, Any] = {
+        f"{c}_{f}": (0 if f == "steps" else None) for c in DEMAND_COUNTERS for f in DEMAND_FIELDS
+    }
+    return out | {"step_s": None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,3 +155,21 @@ def fold_fanout(
         return scale, fractions, total
     normalised = {c: f / total for c, f in fractions.items()}
     return (scale if total <= 1.0 + noise else scale * total), normalised, total
+
+
+def period_rate(increase_at_next_move: X, seconds_between_moves: X) -> X:
+    """A counter's rate at one step of the window: the rate of the update period that holds it::
+
+        r_t = Δ_{t2} / (t2 − t1)      t1 < t ≤ t2
+
+    ``t1`` and ``t2`` are the counter's moves (interval ends with Δ > 0) just before ``t`` and at or
+    after it, ``Δ_{t2}`` the increase at ``t2``. A counter that moves at every scrape gives each step's
+    own ``Δ_t / dt_t``; one that moves at Storm's heartbeats (every 60 s by default, each executor at
+    its own time) gives each step the rate of the heartbeat period around it, not ``0, 0, …, 6×``
+    on 10-second steps. Steps before a series' first move or after its last have none. A
+    component's rate at a step is the sum over its series (executors, or the component-level
+    ``offered_total``) where every series has one; the demand's distribution is the median, 95th
+    percentile (linear interpolation between order statistics) and maximum of those sums. The window
+    choices (which steps, which series) are spelled per backend.
+    """
+    return increase_at_next_move / seconds_between_moves  # type: ignore[operator, no-any-return]

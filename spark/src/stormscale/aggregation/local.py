@@ -24,11 +24,13 @@ from stormscale.aggregation.aggregates import (
     BUSY_CPU,
     BUSY_GAUGE,
     BUSY_LATENCY,
+    DEMAND_COUNTERS,
     Aggregates,
     ComponentStats,
     EdgeStats,
     WindowStats,
     from_row,
+    no_demand_steps,
 )
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profiles
@@ -53,6 +55,7 @@ from stormscale.samples.schema import SERIES
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
+COMPONENT = ("topology", "component")
 
 
 @dataclass(frozen=True)
@@ -422,6 +425,76 @@ def component_spreads(per_interval: pa.Table) -> dict[tuple[int, int], dict[str,
     return out
 
 
+def period_rates(group: I64, ts: F64, x: F64) -> F64:
+    """Per row (sorted by ``group`` then ``ts``), ``formulas.period_rate`` of ``x`` in its group: the
+    rate of the update period that holds the row, NaN before the group's first move or after its last.
+    See :func:`stormscale.aggregation.spark.estimators.demand_steps`."""
+    n = len(ts)
+    if not n:
+        return np.zeros(0)
+    rows = np.arange(n)
+    moved = np.isfinite(x) & (np.nan_to_num(x) > 0)
+    following = np.minimum.accumulate(np.where(moved, rows, n)[::-1])[::-1]  # first move at or after
+    preceding = np.concatenate([[-1], np.maximum.accumulate(np.where(moved, rows, -1))[:-1]])  # before
+    after, before = np.minimum(following, n - 1), np.maximum(preceding, 0)
+    known = (following < n) & (preceding >= 0) & (group[after] == group) & (group[before] == group)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = formulas.period_rate(x[after], ts[after] - ts[before])
+    out: F64 = np.where(known, rate, np.nan)
+    return out
+
+
+def demand_steps(intervals: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
+    """Per component, the distribution of its offered and emitted rates over the window's steps
+    (:class:`~stormscale.aggregation.aggregates.ComponentStats`): :func:`period_rates` per series,
+    summed per step where every series of the component has one; ``step_s`` is the median ``dt`` of
+    the component's intervals. See :func:`stormscale.aggregation.spark.estimators.demand_steps`."""
+    topology, component = (intervals[k].to_numpy(zero_copy_only=False).astype(np.int64) for k in COMPONENT)
+    executor = intervals["executor"].to_numpy(zero_copy_only=False).astype(np.int64)
+    group = group_ids([topology, component, executor])
+    order = np.lexsort((_np(intervals, "ts"), group))
+    group, topology, component = group[order], topology[order], component[order]
+    ts, dt = _np(intervals, "ts")[order], _np(intervals, "dt")[order]
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for counter in DEMAND_COUNTERS:
+        x = _np(intervals, counter)[order]
+        rate = period_rates(group, ts, x)
+        has = np.isfinite(x)
+        series = _group(
+            {"topology": topology[has], "component": component[has], "g": group[has]},
+            list(COMPONENT),
+            [("g", "count_distinct", "series")],
+        )
+        counts = {(r["topology"], r["component"]): r["series"] for r in series.to_pylist()}
+        known = np.isfinite(rate)
+        columns = {"topology": topology[known], "component": component[known], "ts": ts[known]}
+        per_step = _group(
+            columns | {"rate": rate[known]},
+            ["topology", "component", "ts"],
+            [("rate", "sum", "rate"), ("rate", "count", "known")],
+        )
+        steps: dict[tuple[int, int], list[float]] = {}
+        for r in per_step.to_pylist():
+            key = (r["topology"], r["component"])
+            if r["known"] == counts.get(key):
+                steps.setdefault(key, []).append(r["rate"])
+        for key, rates in steps.items():
+            values = np.asarray(rates)
+            p50, p95 = np.percentile(values, [50.0, 95.0])
+            out.setdefault(key, no_demand_steps()).update(
+                {
+                    f"{counter}_p50": float(p50),
+                    f"{counter}_p95": float(p95),
+                    f"{counter}_max": float(values.max()),
+                    f"{counter}_steps": len(values),
+                }
+            )
+    for key, stats in out.items():
+        mine = (topology == key[0]) & (component == key[1]) & np.isfinite(dt)
+        stats["step_s"] = float(np.median(dt[mine])) if mine.any() else None
+    return out
+
+
 def edges(steady_rows: pa.Table, c: Codes, per_interval: pa.Table) -> list[dict[str, Any]]:
     """``edge_window``, ``edge_intervals`` and ``edge_stats`` of the Spark job."""
     empty_source = c.names["source"].index("") if "" in c.names["source"] else -1
@@ -498,6 +571,7 @@ def aggregate(table: pa.Table, params: Params) -> Aggregates:
     empty = names["executor"].index("") if "" in names["executor"] else -1
     window = component_window(executor_window(intervals), empty)
     spreads = component_spreads(per_interval)
+    demand = demand_steps(intervals)
     counts = _group(
         {k: per_interval[k] for k in ("topology", "component")} | {"dt": per_interval["dt"]},
         ["topology", "component"],
@@ -513,7 +587,13 @@ def aggregate(table: pa.Table, params: Params) -> Aggregates:
         result.windows[name] = from_row(WindowStats, row)
     for r in window.to_pylist():
         name, comp = names["topology"][r["topology"]], names["component"][r["component"]]
-        row = r | spreads.get((r["topology"], r["component"]), {}) | {"topology": name, "component": comp}
+        key = (r["topology"], r["component"])
+        row = (
+            r
+            | spreads.get(key, {})
+            | demand.get(key, no_demand_steps())
+            | {"topology": name, "component": comp}
+        )
         for column in ("busy_source", "storm_busy_source"):
             source = row[column]  # null: no executor had a busy fraction, as Spark's coalesce
             row[column] = BUSY_GAUGE if source is None else round(source)

@@ -79,7 +79,14 @@ def build_profile(
             raise AggregationError(
                 f"topology {structure.topology!r}: component {spec.id!r} has no samples in the steady window"
             )
-        entry = _component(structure=structure, spec=spec, stats=stats, rates=rates, notes=notes)
+        entry = _component(
+            structure=structure,
+            spec=spec,
+            stats=stats,
+            rates=rates,
+            notes=notes,
+            min_steps=params.min_intervals,
+        )
         spread = stats.offered_cv if _throttled_source(entry) else stats.rate_cv
         stable = spread is None or spread <= params.max_cv
         entry["confidence"]["stable"] = stable
@@ -176,6 +183,7 @@ def _component(
     stats: ComponentStats,
     rates: Mapping[tuple[str, str], EdgeStats],
     notes: _Notes,
+    min_steps: int = 1,
 ) -> dict[str, Any]:
     where = f"topology {structure.topology!r}, component {spec.id!r}"
     units, units_source = _units(spec, stats)
@@ -202,11 +210,27 @@ def _component(
                 f"{spec.id}: busy time from Storm's {gauge} gauge, not busy_seconds_total, in some or all "
                 "intervals: a 10-minute mean that lags a start or a rebalance (capacity reads high)"
             )
+    unfolded = scale
     scale, fractions, fanout = formulas.fold_fanout(scale, fractions, FANOUT_NOISE)
     if fanout > 1.0 + FANOUT_NOISE:
         confidence["fanout"] = _num(fanout)
         notes.add(f"{spec.id}: children receive {fanout:.3g}× its output (copies folded into its rate)")
     entry["outputPerUnit" if spec.kind == "spout" else "selectivity"] = _num(scale)
+    if spec.kind == "spout":
+        distribution = demand_per_unit(stats, confidence["outputPerUnit"]["source"], units, min_steps)
+        if distribution is None:
+            notes.add(
+                f"{spec.id}: fewer than {min_steps} steps with a known rate; no demand distribution "
+                "(planned on the window's mean)"
+            )
+        else:
+            folded = scale / unfolded if unfolded > 0 else 1.0
+            entry["demandPerUnit"] = {
+                "mean": _num(scale),
+                **{k: _num(v * folded) for k, v in distribution.items() if k in QUANTILES},
+                "steps": distribution["steps"],
+                "stepSeconds": _num(distribution["stepSeconds"]),
+            }
     entry["maxUnits"] = max_units
     if max_units is None:
         del entry["maxUnits"]
@@ -243,6 +267,27 @@ def _spout(
     conf["outputPerUnit"] = {**_spread(n, cv), "source": source, "throttled": throttled}
     conf["emittedRate"] = _num(emitted)
     return formulas.output_per_unit(offered, units)
+
+
+#: The statistics of a spout's demand distribution besides its mean (``demandPerUnit``).
+QUANTILES = ("p50", "p95", "max")
+
+
+def demand_per_unit(
+    stats: ComponentStats, source: str, units: int, min_steps: int
+) -> dict[str, float] | None:
+    """A spout's demand over the window's steps, per unit, from the counter its ``outputPerUnit``
+    rests on (``source``: ``offered`` or ``emitted``)::
+
+        q_u = q(r_t) / n        q ∈ {p50, p95, max},  r_t the component's rate at step t
+
+    ``r_t`` is :func:`formulas.period_rate` summed over the counter's series, ``n`` the spout's units.
+    ``None`` with fewer than ``min_steps`` steps (too few for a percentile to mean anything)."""
+    steps = stats.offered_steps if source == "offered" else stats.emitted_steps
+    values = {q: getattr(stats, f"{source}_{q}") for q in QUANTILES}
+    if steps < min_steps or stats.step_s is None or any(v is None for v in values.values()):
+        return None
+    return {**{q: v / units for q, v in values.items()}, "steps": steps, "stepSeconds": stats.step_s}
 
 
 def _idle_while_executing(where: str, source: int, executed: float) -> str:

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from stormscale.operator.adapters.errors import mapped
 from stormscale.operator.ports import Layout, RefusedError, StormTopologyState
 from stormscale.storm.client import NimbusClient
+from stormscale.storm.delivery import PlacementEndpoint
+from stormscale.storm.errors import NimbusError, NimbusUnavailableError
 from stormscale.storm.model import RebalanceRequest, is_system
-from stormscale.storm.placement import Placement, PlacementError, rebalance_request
+from stormscale.storm.placement import PLACEMENT_KEY, Placement, PlacementError, rebalance_request
 from stormscale.storm.stats import executors_per_component, tasks_per_component
 
 
 class NimbusPort:
-    """``ports.Nimbus`` backed by a ``NimbusClient``."""
+    """``ports.Nimbus`` backed by a ``NimbusClient``; with ``endpoint``, placements are delivered to
+    the scheduler's endpoint on the leader Nimbus instead of travelling in the topology's conf."""
 
-    def __init__(self, client: NimbusClient) -> None:
+    def __init__(self, client: NimbusClient, endpoint: PlacementEndpoint | None = None) -> None:
         self.client = client
+        self.endpoint = endpoint
 
     def describe(self, topology: str) -> StormTopologyState:
         """Status, workers, executors and tasks per user component, where every executor runs, and
@@ -29,6 +35,7 @@ class NimbusPort:
             raise RefusedError(f"topology {topology!r} is not running on Nimbus")
         info = self.client.topology_info(topology)
         supervisors = self.client.cluster_summary().supervisors
+        conf, groupings = self._model_inputs(summary.id)
         return StormTopologyState(
             status=info.status,
             executors=executors_per_component(info),
@@ -38,7 +45,25 @@ class NimbusPort:
             assignment=info.executors,
             supervisor_slots={s.host: s.slots for s in supervisors},
             sched_status=info.sched_status,
+            conf=conf,
+            groupings=groupings,
         )
+
+    def _model_inputs(
+        self, topology_id: str
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, frozenset[str]] | None]:
+        """The topology's conf and its components' input groupings, or ``None`` for each that Nimbus
+        did not give (an older Nimbus, a bad answer): the model's assumptions then go unchecked."""
+        try:
+            conf: Mapping[str, Any] | None = self.client.topology_conf(topology_id)
+        except NimbusError:
+            conf = None
+        try:
+            structure = self.client.structure(topology_id)
+        except NimbusError:
+            return conf, None
+        groupings = {c.id: frozenset(c.inputs.values()) for c in structure.components.values()}
+        return conf, groupings
 
     def rebalance(
         self,
@@ -55,7 +80,22 @@ class NimbusPort:
             request = RebalanceRequest(wait_secs=wait_secs, workers=workers, executors=dict(executors))
         else:
             request = placement_request(placement, executors, workers, wait_secs)
+            if self.endpoint is not None:
+                mapped(lambda: self._deliver(topology, request))
+                request = replace(request, conf_overrides={})
         mapped(lambda: self.client.rebalance(topology, request))
+
+    def _deliver(self, topology: str, request: RebalanceRequest) -> None:
+        """Hand the request's placement to the scheduler's endpoint on the leader Nimbus."""
+        assert self.endpoint is not None
+        summary = self.client.cluster_summary()
+        leader = summary.leader
+        running = next((t for t in summary.topologies if t.name == topology), None)
+        if leader is None:
+            raise NimbusUnavailableError("placement delivery: no leader Nimbus")
+        if running is None:
+            raise RefusedError(f"topology {topology!r} is not running on Nimbus")
+        self.endpoint.deliver(leader.endpoint.host, running.id, request.conf_overrides[PLACEMENT_KEY])
 
 
 def placement_request(

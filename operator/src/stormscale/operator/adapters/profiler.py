@@ -52,6 +52,7 @@ from stormscale.storm import NimbusClient
 from stormscale.storm.model import Executor, Kind, TopologyStructure
 from stormscale.storm.samples import Pod, PodCpu, SampleReader, Window, cpu_samples, pod_busy
 from stormscale.storm.samples.demand import Demand, DemandRows, with_demand
+from stormscale.storm.samples.fetch import Auth
 from stormscale.storm.stats import tasks_per_component
 
 LOG = logging.getLogger("stormscale.operator")
@@ -216,7 +217,9 @@ class PrometheusProfiler:
         marked = mark_demand(measured, self.demand, lag_growth)
         check_usable(marked)
         throughput = sink_throughput(structure, aggregates)
-        return MeasuredProfile(marked.topology, throughput, age, marked.confidence, pods=loads)
+        return MeasuredProfile(
+            marked.topology, throughput, age, marked.confidence, pods=loads, demand=marked.demand
+        )
 
     def _with_demand(
         self, topology: str, rows: list[Sample], structure: Structure, window: Window
@@ -301,11 +304,13 @@ def prometheus_profiler(
     pod_overhead_cores: float = 0.0,
     slots_per_pod: int = 1,
     demand: Mapping[str, Demand] | None = None,
+    auth: Auth | None = None,
 ) -> PrometheusProfiler:
-    """The production wiring: the sample reader on ``url`` and Nimbus for the graph; with
-    ``workers`` (the API server's pods, the namespace and the worker Deployment), busy time from the
-    worker pods' CPU less ``pod_overhead_cores`` per pod, a unit being one of its ``slots_per_pod``."""
-    reader, graphs = SampleReader(url), NimbusGraphs(nimbus)
+    """The production wiring: the sample reader on ``url`` (with ``auth``'s credentials) and Nimbus
+    for the graph; with ``workers`` (the API server's pods, the namespace and the worker Deployment),
+    busy time from the worker pods' CPU less ``pod_overhead_cores`` per pod, a unit being one of its
+    ``slots_per_pod``."""
+    reader, graphs = SampleReader(url, auth=auth), NimbusGraphs(nimbus)
     cpu = (
         None
         if workers is None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from stormscale.operator.autoscale import SizedUnits, catching_up, needed_budget, size_units, target_of
+from stormscale.operator.decision import assumptions
 from stormscale.operator.decision.auto import (
     AutoTarget,
     Change,
@@ -29,6 +30,7 @@ from stormscale.operator.decision.auto import (
     sizing_need,
 )
 from stormscale.operator.decision.conflict import replicas_conflict
+from stormscale.operator.decision.demand import at_percentile
 from stormscale.operator.decision.observation import Need, Observation, ProfileFailure, PublishedRead
 from stormscale.operator.decision.placement import (
     LayoutError,
@@ -53,6 +55,7 @@ from stormscale.operator.policy import Mode, PlacementKind, Policy, ProfileSourc
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.profiles import PublishedVerdict, judge_published
 from stormscale.operator.status import (
+    ASSUMPTIONS_CHECKED,
     DEGRADED,
     PUBLISHED_PROFILE,
     SCALING_LIMITED,
@@ -221,6 +224,15 @@ def refused_before(status: StormTopologyStatus, generation: int, budget: int) ->
 
 
 def _profile(draft: _Draft) -> MeasuredProfile | Decision:
+    """The profile to plan on (:func:`_trusted_profile`); in Auto mode with each spout's demand at
+    ``scaling.demandPercentile`` of its per-step demand over the window (:func:`at_percentile`)."""
+    trusted = _trusted_profile(draft)
+    if isinstance(trusted, Decision) or draft.policy.mode is not Mode.AUTO:
+        return trusted
+    return at_percentile(trusted, draft.policy.spec.scaling.demand_percentile)
+
+
+def _trusted_profile(draft: _Draft) -> MeasuredProfile | Decision:
     """The profile to plan on: the published one where the spec asks for it and it is usable, else
     the in-process one; or the decision that measures one, or says why there is none."""
     policy, seen = draft.policy, draft.observation
@@ -365,6 +377,7 @@ def _plan(draft: _Draft, auto: AutoTarget, measured: MeasuredProfile | None) -> 
     if isinstance(planned, Decision):
         return planned
     target, unallocated = planned
+    _check_assumptions(draft, target)
     if policy.sizing is None:
         status.sizing = None
     elif policy.mode is not Mode.AUTO:
@@ -400,6 +413,18 @@ def _plan(draft: _Draft, auto: AutoTarget, measured: MeasuredProfile | None) -> 
         placement=placement,
     )
     return draft.done(Act.APPLY, auto.budget, intent=intent)
+
+
+def _check_assumptions(draft: _Draft, units: Mapping[str, int]) -> None:
+    """The ``AssumptionsChecked`` condition for the planned ``units``: what of the model's assumptions
+    the topology's conf and graph break (:mod:`~stormscale.operator.decision.assumptions`), when
+    Nimbus gave both."""
+    topology = draft.observation.topology
+    if topology.conf is None or topology.groupings is None:
+        return
+    findings = assumptions.check(topology.conf, topology.groupings, units, topology.tasks)
+    reason = Reason.MODEL_ASSUMPTIONS_VIOLATED if findings else Reason.MODEL_ASSUMPTIONS_HOLD
+    draft.conditions.append((ASSUMPTIONS_CHECKED, not findings, reason, assumptions.message(findings)))
 
 
 def _budget_plan(

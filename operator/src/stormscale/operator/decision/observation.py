@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from stormscale.operator.decision.placement import Running
 from stormscale.operator.ports import MeasuredProfile
@@ -37,6 +38,10 @@ class TopologyView:
     drift: str | None = None
     #: Field managers other than the operator's that own the Deployment's ``spec.replicas``.
     replicas_owners: tuple[str, ...] = ()
+    #: The topology's conf from Nimbus, and the groupings of each component's inputs (``None``: not
+    #: read; the model's assumptions then go unchecked).
+    conf: Mapping[str, Any] | None = None
+    groupings: Mapping[str, frozenset[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,7 @@ def plan_summary(
         at=timestamp(now),
         profile_source=None if measured is None else measured.source.value,
         profile_window=None if measured is None else measured.window,
+        demand=None if measured is None else measured.demand_used,
         note=plan.note,
     )
 
@@ -188,4 +189,5 @@ def sized_plan_summary(
         at=timestamp(now),
         profile_source=None if measured is None else measured.source.value,
         profile_window=None if measured is None else measured.window,
+        demand=None if measured is None else measured.demand_used,
     )

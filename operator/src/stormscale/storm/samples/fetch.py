@@ -9,7 +9,9 @@
   wait ends before the deadline; a longer ``Retry-After`` ends the call at once.
 
 Plain :mod:`http.client` over a socket whose every receive is given the time left: no proxies are
-used (Prometheus is reached directly, as from inside the cluster).
+used (Prometheus is reached directly, as from inside the cluster). Credentials (:class:`Auth`: an
+``Authorization`` header, a TLS client certificate, a CA bundle) go with every attempt and are never
+shown (their ``repr`` hides them).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import math
 import os
 import socket
 import ssl
+import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import unquote, urlencode, urlsplit
 
 #: Answers that mean "not now" rather than "never": overload, rate limits, gateways, restarts.
@@ -52,6 +56,40 @@ class Answer:
 
     status: int
     body: bytes
+
+
+@dataclass(frozen=True)
+class Auth:
+    """Credentials for one server: the ``Authorization`` header's value and a TLS context (with a
+    client certificate and/or a CA bundle); both hidden from ``repr``."""
+
+    authorization: str | None = field(default=None, repr=False)
+    context: ssl.SSLContext | None = field(default=None, repr=False)
+
+    def headers(self) -> dict[str, str]:
+        return {} if self.authorization is None else {"Authorization": self.authorization}
+
+
+def tls_context(
+    ca_pem: bytes | None = None,
+    certificate_pem: bytes | None = None,
+    key_pem: bytes | None = None,
+    ca_file: str | None = None,
+) -> ssl.SSLContext:
+    """A verifying client context that trusts ``ca_pem`` (else ``ca_file``, else the system's store)
+    and presents ``certificate_pem`` with ``key_pem`` when both are given. :mod:`ssl` loads a
+    certificate and key from files only: they are written to a private directory (mode 0700) and
+    removed once loaded. ``ssl.SSLError`` (a ``ValueError``-like ``OSError``) for PEM it cannot use."""
+    cadata = ca_pem.decode("ascii", errors="replace") if ca_pem else None
+    context = ssl.create_default_context(cafile=None if cadata else ca_file or None, cadata=cadata)
+    if certificate_pem is not None and key_pem is not None:
+        with tempfile.TemporaryDirectory(prefix="stormscale-tls-") as private:
+            certificate, key = Path(private) / "tls.crt", Path(private) / "tls.key"
+            for path, pem in ((certificate, certificate_pem), (key, key_pem)):
+                path.touch(mode=0o600)
+                path.write_bytes(pem)
+            context.load_cert_chain(certificate, key)
+    return context
 
 
 def _left(deadline: float) -> float:
@@ -97,16 +135,16 @@ class _DeadlineSocket:
         ``Connection: close`` answer); the call closes the socket itself once it is done."""
 
 
-def _connection(
-    url: str, deadline: float, ca_file: str | None
+def deadline_connection(
+    url: str, deadline: float, ca_file: str | None, tls: ssl.SSLContext | None = None
 ) -> tuple[http.client.HTTPConnection, socket.socket]:
     """A connected HTTP(S) connection to ``url``'s host whose socket obeys ``deadline``, and that
-    socket (for the caller to close)."""
+    socket (for the caller to close); https uses ``tls``, else a context trusting ``ca_file``."""
     parts = urlsplit(url)
     host, timeout = parts.hostname or "", _left(deadline)
     conn: http.client.HTTPConnection
     if parts.scheme == "https":
-        context = ssl.create_default_context(cafile=ca_file or None)
+        context = tls or ssl.create_default_context(cafile=ca_file or None)
         conn = http.client.HTTPSConnection(host, parts.port or 443, timeout=timeout, context=context)
     else:
         conn = http.client.HTTPConnection(host, parts.port or 80, timeout=timeout)
@@ -164,6 +202,7 @@ class Call:
     cap: str
     ca_file: str | None = None
     sleep: Callable[[float], None] = time.sleep
+    auth: Auth = Auth()
 
     def get(self, path: str, params: Mapping[str, str]) -> Answer:
         """The answer to ``GET url/path?params``: the last one when retries run out. Raises
@@ -184,9 +223,14 @@ class Call:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _once(self, target: str, deadline: float) -> tuple[Answer, float | None]:
-        conn, sock = _connection(self.url, deadline, self.ca_file)
+        conn, sock = deadline_connection(self.url, deadline, self.ca_file, self.auth.context)
         try:
-            headers = {"Accept": "application/json", "Accept-Encoding": "identity", **basic_auth(self.url)}
+            headers = {
+                "Accept": "application/json",
+                "Accept-Encoding": "identity",
+                **basic_auth(self.url),
+                **self.auth.headers(),
+            }
             conn.request("GET", target, headers=headers)
             response = conn.getresponse()
             body = read_capped(response, self.max_bytes, self.cap)

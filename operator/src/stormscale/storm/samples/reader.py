@@ -33,6 +33,7 @@ from stormscale.storm.samples.demand import (
 from stormscale.storm.samples.fetch import (
     RETRYABLE_STATUS,
     AnswerTooLargeError,
+    Auth,
     Call,
     DeadlineExceededError,
     env_number,
@@ -226,6 +227,8 @@ class SampleReader:
         retries: int = 2,
         ca_file: str | None = None,
         limits: Limits | None = None,
+        *,
+        auth: Auth | None = None,
     ) -> None:
         """``timeout_s`` (else :data:`TIMEOUT_ENV`, else :data:`DEFAULT_TIMEOUT_S`) is the deadline of
         each whole call, retries included. ``retries``: how often an answer in :data:`RETRYABLE_STATUS`
@@ -238,14 +241,17 @@ class SampleReader:
         TLS certificates are verified (the URL comes from a StormTopology's spec: an unverified https
         Prometheus could be anyone). ``ca_file``, else :data:`CA_FILE_ENV`, names a PEM bundle to trust
         instead of the system's store. Userinfo in ``url`` is sent as basic auth and never shown
-        (:func:`~stormscale.storm.errors.redact`).
+        (:func:`~stormscale.storm.errors.redact`). ``auth``: an ``Authorization`` header and a TLS
+        context (client certificate, CA; it replaces ``ca_file``) sent with every call.
         """
         self.url = url
         self.where = redact(url)
         self.limits = limits if limits is not None else Limits.from_env()
         deadline_s = timeout_s if timeout_s is not None else env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S, 0.1)
         ca = ca_file if ca_file is not None else os.environ.get(CA_FILE_ENV)
-        self.call = Call(url, deadline_s, retries, self.limits.max_bytes, MAX_BYTES_ENV, ca or None)
+        self.call = Call(
+            url, deadline_s, retries, self.limits.max_bytes, MAX_BYTES_ENV, ca or None, auth=auth or Auth()
+        )
 
     def _call(self, promql: str, call: Callable[[], T]) -> T:
         """Run one step of a query; a malformed answer becomes :class:`PrometheusUnavailableError`."""

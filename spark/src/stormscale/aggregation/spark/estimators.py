@@ -5,7 +5,8 @@ Pipeline (one topology or hundreds alike; every grouping keeps ``topology``)::
     samples → in_window → with_increments → source_intervals   (the one pass over raw rows)
     source_intervals → change_points → steady_windows;  source_intervals + steady_windows → steady
     steady → executor_intervals → executor_window → component_window ─┐
-                                → component_intervals → component_spreads ─┴→ component_stats
+                                → component_intervals → component_spreads ─┤
+                                → demand_steps ────────────────────────────┴→ component_stats
     steady → edge_window, edge_intervals (+ component_intervals) → edge_stats
 
 Raw samples never reach the driver: only the outputs of ``steady_windows``, ``component_stats`` and
@@ -20,7 +21,13 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 (the PySpark idiom)
 
 from stormscale.aggregation import formulas
-from stormscale.aggregation.aggregates import BUSY_COUNTER, BUSY_CPU, BUSY_GAUGE, BUSY_LATENCY
+from stormscale.aggregation.aggregates import (
+    BUSY_COUNTER,
+    BUSY_CPU,
+    BUSY_GAUGE,
+    BUSY_LATENCY,
+    DEMAND_COUNTERS,
+)
 from stormscale.aggregation.schema import TOPOLOGY_GAUGES, USED
 from stormscale.aggregation.spark.types import COMPONENT_SCHEMA, EDGE_SCHEMA, SAMPLE_SCHEMA, WINDOW_SCHEMA
 from stormscale.samples.names import (
@@ -305,9 +312,61 @@ def component_spreads(per_interval: DataFrame) -> DataFrame:
     return per_interval.groupBy(*COMPONENT).agg(*aggs)
 
 
-def component_stats(window: DataFrame, spreads: DataFrame) -> DataFrame:
+def demand_steps(intervals: DataFrame) -> DataFrame:
+    """Per component, the distribution of its offered and emitted rates over the window's steps.
+
+    Per series (executor; ``""`` for the component-level ``offered_total``) and step ``ts``,
+    ``formulas.period_rate``: the increase at the first move at or after ``ts`` over the time since
+    the last move before it. Per component and step, the sum over its series, kept where every
+    series of the component has a rate; per component, the median, 95th percentile (Spark's exact
+    ``percentile``: linear interpolation, as NumPy's) and maximum of those sums and their count
+    (``*_steps``), and ``step_s``, the median ``dt`` of its intervals.
+    """
+    w = Window.partitionBy(*EXECUTOR).orderBy("ts")
+    ahead = w.rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    behind = w.rowsBetween(Window.unboundedPreceding, -1)
+    seconds = _seconds("ts")
+    parts = []
+    for counter in DEMAND_COUNTERS:
+        x = F.col(counter)
+        moved = x > 0
+        rate = formulas.period_rate(
+            F.first(F.when(moved, x), ignorenulls=True).over(ahead),
+            F.first(F.when(moved, seconds), ignorenulls=True).over(ahead)
+            - F.last(F.when(moved, seconds), ignorenulls=True).over(behind),
+        )
+        rated = intervals.select(*EXECUTOR, "ts", x.alias("x"), rate.alias("rate"))
+        series = (
+            rated.where(F.col("x").isNotNull())
+            .groupBy(*COMPONENT)
+            .agg(F.countDistinct("executor").alias("series"))
+        )
+        steps = (
+            rated.where(F.col("rate").isNotNull())
+            .groupBy(*COMPONENT, "ts")
+            .agg(F.sum("rate").alias("rate"), F.count("rate").alias("known"))
+            .join(series, list(COMPONENT))
+            .where(F.col("known") == F.col("series"))
+        )
+        parts.append(
+            steps.groupBy(*COMPONENT).agg(
+                F.expr("percentile(rate, 0.5)").alias(f"{counter}_p50"),
+                F.expr("percentile(rate, 0.95)").alias(f"{counter}_p95"),
+                F.max("rate").alias(f"{counter}_max"),
+                F.count("rate").alias(f"{counter}_steps"),
+            )
+        )
+    lengths = intervals.where(F.col("dt").isNotNull()).groupBy(*COMPONENT)
+    out = lengths.agg(F.expr("percentile(dt, 0.5)").alias("step_s"))
+    for part in parts:
+        out = out.join(part, list(COMPONENT), "left")
+    return out.fillna(0, [f"{c}_steps" for c in DEMAND_COUNTERS])
+
+
+def component_stats(window: DataFrame, spreads: DataFrame, demand: DataFrame) -> DataFrame:
     """The collected per-component rows, in the explicit :data:`COMPONENT_SCHEMA`."""
-    joined = window.join(spreads, list(COMPONENT), "left")
+    joined = window.join(spreads, list(COMPONENT), "left").join(demand, list(COMPONENT), "left")
+    joined = joined.fillna(0, [f"{c}_steps" for c in DEMAND_COUNTERS])
     return joined.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in COMPONENT_SCHEMA.fields])
 
 

@@ -89,7 +89,9 @@ def aggregate(samples: DataFrame, topologies: Sequence[str], params: Params) -> 
         per_interval = est.component_intervals(executors)
         cached.append(per_interval.persist(StorageLevel.MEMORY_AND_DISK))
         components = est.component_stats(
-            est.component_window(est.executor_window(executors)), est.component_spreads(per_interval)
+            est.component_window(est.executor_window(executors)),
+            est.component_spreads(per_interval),
+            est.demand_steps(executors),
         )
         edges = est.edge_stats(est.edge_window(steady), est.edge_intervals(steady), per_interval)
         window_rows = est.window_stats(windows, per_interval).collect()

@@ -1,5 +1,8 @@
 package io.stormscale.scheduler;
 
+import java.io.IOException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -41,16 +44,63 @@ public final class PlacementScheduler implements IScheduler {
     static final String PLACED = "placed as " + Placement.KEY + " says";
     static final String FALLBACK = "; scheduled by DefaultScheduler";
     static final String NO_PLACEMENT = "no " + Placement.KEY + "; scheduled by DefaultScheduler";
+    static final String KEPT = "; the topology keeps its assignment until Storm runs the executors it places";
+    /** storm.yaml: the placement endpoint's port (absent or 0: no endpoint). */
+    static final String PORT_KEY = "stormscale.scheduler.port";
+    /** storm.yaml: the address the endpoint listens on (default all). */
+    static final String HOST_KEY = "stormscale.scheduler.host";
+    /** storm.yaml: a file holding the bearer token the endpoint requires (absent: none). */
+    static final String TOKEN_KEY = "stormscale.scheduler.token.file";
+    /** The folder under storm.local.dir where delivered placements are kept. */
+    static final String STORE_FOLDER = "stormscale-placements";
 
     /** The last message logged per topology id: each is logged once, not every round. */
     private final Map<String, String> said = new HashMap<>();
     /** The Supervisor id each pod of a topology last ran on (pod index -> id): stability across rebalances. */
     private final Map<String, Map<Integer, String>> lastNodes = new HashMap<>();
+    /**
+     * The slots each placed topology last ran on, with their executors. A rebalance hands the scheduler
+     * the topology with no assignment at all (Nimbus schedules it "from scratch"); these keep every worker
+     * whose executors do not change on its slot, so its Supervisor leaves it running.
+     */
+    private final Map<String, Map<WorkerSlot, List<ExecutorDetails>>> lastSlots = new HashMap<>();
+    /** Placements delivered through the endpoint (empty, in memory, until {@link #prepare} sets it up). */
+    private PlacementStore store = new PlacementStore(null);
+    private PlacementEndpoint endpoint;
+    /** The topology ids of the last round (null before the first): the endpoint accepts only these. */
+    private volatile Set<String> running;
 
     @Override
     public void prepare(Map<String, Object> conf, StormMetricsRegistry metricsRegistry) {
-        LOG.info("Stormscale scheduler: topologies with {} are placed as it says; the others go to DefaultScheduler",
-            Placement.KEY);
+        LOG.info("Stormscale scheduler: topologies with a delivered placement or {} are placed as it says; "
+            + "the others go to DefaultScheduler", Placement.KEY);
+        int port = conf.get(PORT_KEY) instanceof Number ? ((Number) conf.get(PORT_KEY)).intValue() : 0;
+        if (port <= 0) {
+            return;
+        }
+        Object localDir = conf.get("storm.local.dir");
+        store = new PlacementStore(localDir == null ? null : Paths.get(localDir.toString(), STORE_FOLDER));
+        Object host = conf.getOrDefault(HOST_KEY, "0.0.0.0");
+        Object token = conf.get(TOKEN_KEY);
+        try {
+            endpoint = PlacementEndpoint.start(host.toString(), port, store, () -> running,
+                token == null ? null : Path.of(token.toString()));
+        } catch (IOException | RuntimeException err) {
+            LOG.error("Stormscale scheduler: the placement endpoint could not start on {}:{}: {}", host, port,
+                err.toString());
+        }
+    }
+
+    /** The delivered placements (the endpoint's store). */
+    PlacementStore store() {
+        return store;
+    }
+
+    @Override
+    public void cleanup() {
+        if (endpoint != null) {
+            endpoint.stop();
+        }
     }
 
     @Override
@@ -66,7 +116,21 @@ public final class PlacementScheduler implements IScheduler {
         Set<String> ids = new HashSet<>();
         for (TopologyDetails topology : all) {
             ids.add(topology.getId());
+            List<Placement> delivered = store.placements(topology.getId());
             Object raw = topology.getConf().get(Placement.KEY);
+            if (!delivered.isEmpty()) {
+                Placement covering = firstCovering(delivered, executorCounts(topology));
+                if (covering != null) {
+                    placeSafely(topology, covering, cluster);
+                    continue;
+                }
+                if (!cluster.needsScheduling(topology)) {
+                    report(cluster, topology, "the delivered placement does not cover the topology ("
+                        + String.join("; ", delivered.get(0).coverageProblems(executorCounts(topology))) + ")"
+                        + KEPT, false);
+                    continue;
+                }
+            }
             if (raw == null) {
                 byDefault.add(topology);
                 String before = said.put(topology.getId(), NO_PLACEMENT);
@@ -88,18 +152,39 @@ public final class PlacementScheduler implements IScheduler {
                 report(cluster, topology, err.getMessage() + FALLBACK, true);
                 continue;
             }
-            try {
-                place(topology, placement, cluster);
-            } catch (RuntimeException err) {
-                report(cluster, topology, "could not be placed (" + err + "); left as it was", true);
-            }
+            placeSafely(topology, placement, cluster);
         }
         said.keySet().retainAll(ids);
         lastNodes.keySet().retainAll(ids);
+        lastSlots.keySet().retainAll(ids);
+        store.retain(ids);
+        running = Set.copyOf(ids);
         scheduleByDefault(cluster, byDefault);
     }
 
-    /** Assign {@code placement} unless the topology runs it already or the slots are missing. */
+    /** The first of {@code placements} (newest first) that covers {@code executors} exactly, or null. */
+    static Placement firstCovering(List<Placement> placements, Map<String, Integer> executors) {
+        for (Placement placement : placements) {
+            if (placement.coverageProblems(executors).isEmpty()) {
+                return placement;
+            }
+        }
+        return null;
+    }
+
+    private void placeSafely(TopologyDetails topology, Placement placement, Cluster cluster) {
+        try {
+            place(topology, placement, cluster);
+        } catch (RuntimeException err) {
+            report(cluster, topology, "could not be placed (" + err + "); left as it was", true);
+        }
+    }
+
+    /**
+     * Assign {@code placement} unless the topology runs it already or the slots are missing. The slots
+     * the planner keeps are the topology's current ones, or, when Nimbus hands it over with none (a
+     * rebalance), the ones it ran on last: a worker whose executors do not change keeps its slot.
+     */
     private void place(TopologyDetails topology, Placement placement, Cluster cluster) {
         String id = topology.getId();
         List<List<ExecutorDetails>> workers = placement.fill(executorsInTaskOrder(topology));
@@ -108,7 +193,11 @@ public final class PlacementScheduler implements IScheduler {
         if (assignment != null) {
             current.putAll(assignment.getSlotToExecutors());
         }
-        SlotPlanner.Plan plan = SlotPlanner.plan(placement, workers, nodes(cluster, current.keySet()), current,
+        Map<WorkerSlot, Collection<ExecutorDetails>> kept = new HashMap<>(current);
+        if (kept.isEmpty()) {
+            kept.putAll(lastSlots.getOrDefault(id, Collections.emptyMap()));
+        }
+        SlotPlanner.Plan plan = SlotPlanner.plan(placement, workers, nodes(cluster, current.keySet()), kept,
             lastNodes.getOrDefault(id, Collections.emptyMap()));
         if (plan.waiting != null) {
             report(cluster, topology, "waiting for slots: " + plan.waiting + " (" + placement.workers()
@@ -132,6 +221,7 @@ public final class PlacementScheduler implements IScheduler {
             hosts.add(plan.podNodes.get(i).host);
         }
         lastNodes.put(id, nodes);
+        lastSlots.put(id, new HashMap<>(plan.slots));
         report(cluster, topology, PLACED + " (" + placement.workers() + " workers on " + hosts + ")", false);
     }
 

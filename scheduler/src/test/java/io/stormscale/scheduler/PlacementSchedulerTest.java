@@ -176,4 +176,69 @@ class PlacementSchedulerTest {
         scheduler.schedule(new Topologies(rebalanced), next);
         assertEquals(Map.of("host-1:6700", Set.of(1, 2, 3, 4, 5)), layout(next, "placed"));  // most of its executors ran on host-1
     }
+
+    /** Topology {@code id} with the given executors (start task, end task -> component), no placement in its conf. */
+    static TopologyDetails topologyOf(String id, Map<ExecutorDetails, String> executors, int workers) {
+        TopologyBuilder builder = new TopologyBuilder();
+        builder.setSpout("s", new TestWordSpout(), 1);
+        builder.setBolt("b", new TestWordCounter(), 1).shuffleGrouping("s");
+        Map<String, Object> conf = new HashMap<>(Utils.readDefaultConfig());
+        conf.put(Config.TOPOLOGY_NAME, id);
+        return new TopologyDetails(id, conf, builder.createTopology(), workers, executors, 0, "user");
+    }
+
+    @Test
+    void afterARebalanceAWorkerWhoseExecutorsDidNotChangeKeepsItsSlot() throws Exception {
+        PlacementScheduler scheduler = new PlacementScheduler();
+        Map<ExecutorDetails, String> before = Map.of(new ExecutorDetails(1, 2), "s",
+            new ExecutorDetails(3, 3), "b", new ExecutorDetails(4, 4), "b");
+        TopologyDetails running = topologyOf("t-1-1", before, 2);
+        scheduler.store().put("t-1-1", "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1}, {\"b\": 2}]}]}");
+        Cluster first = cluster(supervisors(1), new HashMap<>(), running);
+        scheduler.schedule(new Topologies(running), first);
+        assertEquals(Map.of("host-1:6700", Set.of(1), "host-1:6701", Set.of(3, 4)), layout(first, "t-1-1"));
+
+        // the spout split in two; the placement lists the bolt's worker first now. Nimbus hands a
+        // rebalanced topology over with no assignment: the bolt's worker must keep its slot all the same
+        Map<ExecutorDetails, String> after = Map.of(new ExecutorDetails(1, 1), "s", new ExecutorDetails(2, 2), "s",
+            new ExecutorDetails(3, 3), "b", new ExecutorDetails(4, 4), "b");
+        TopologyDetails rebalanced = topologyOf("t-1-1", after, 2);
+        scheduler.store().put("t-1-1", "{\"version\": 1, \"pods\": [{\"workers\": [{\"b\": 2}, {\"s\": 2}]}]}");
+        Cluster scratch = cluster(supervisors(1), new HashMap<>(), rebalanced);
+        scheduler.schedule(new Topologies(rebalanced), scratch);
+        assertEquals(Map.of("host-1:6700", Set.of(1, 2), "host-1:6701", Set.of(3, 4)), layout(scratch, "t-1-1"));
+        assertTrue(scratch.getStatus("t-1-1").startsWith(PlacementScheduler.PLACED), scratch.getStatus("t-1-1"));
+    }
+
+    @Test
+    void aPlacementDeliveredBeforeItsRebalanceLeavesTheTopologyAsItRuns() throws Exception {
+        PlacementScheduler scheduler = new PlacementScheduler();
+        TopologyDetails running = topology("t-2-2", 1, 2, 1, SPLIT);  // its conf's placement covers 2 spouts: ignored
+        scheduler.store().put("t-2-2", "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1, \"b\": 2}]}]}");
+        Cluster first = cluster(supervisors(2), new HashMap<>(), running);
+        scheduler.schedule(new Topologies(running), first);
+        Map<String, Set<Integer>> placed = layout(first, "t-2-2");
+        assertEquals(Map.of("host-1:6700", Set.of(1, 2, 3)), placed);
+
+        // the next placement (4 bolts) arrives before the rebalance: the previous one still describes it
+        scheduler.store().put("t-2-2", "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 1, \"b\": 4}]}]}");
+        Cluster pending = cluster(supervisors(2), first.getAssignments(), running);
+        scheduler.schedule(new Topologies(running), pending);
+        assertEquals(placed, layout(pending, "t-2-2"));
+        assertTrue(pending.getStatus("t-2-2").startsWith(PlacementScheduler.PLACED), pending.getStatus("t-2-2"));
+
+        // placed by its conf, then a placement for other counts delivered: left as it runs, and said
+        TopologyDetails byConf = topology("u-3-3", 2, 3, 2, SPLIT);
+        Cluster before = cluster(supervisors(3), new HashMap<>(), byConf);
+        scheduler.schedule(new Topologies(byConf), before);
+        Map<String, Set<Integer>> split = layout(before, "u-3-3");
+        scheduler.store().put("u-3-3", "{\"version\": 1, \"pods\": [{\"workers\": [{\"s\": 3, \"b\": 3}]}]}");
+        Cluster kept = cluster(supervisors(3), before.getAssignments(), byConf);
+        scheduler.schedule(new Topologies(byConf), kept);
+        assertEquals(split, layout(kept, "u-3-3"));
+        assertTrue(kept.getStatus("u-3-3").endsWith(PlacementScheduler.KEPT), kept.getStatus("u-3-3"));
+
+        scheduler.schedule(new Topologies(), cluster(supervisors(2), new HashMap<>()));
+        assertTrue(scheduler.store().placements("t-2-2").isEmpty(), "a killed topology's placements are forgotten");
+    }
 }
