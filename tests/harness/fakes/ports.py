@@ -207,7 +207,7 @@ class FakeStatus:
     """Stores statuses like the Kubernetes adapter: each save sends the merge patch from the last one.
 
     ``superseded``: why the resource is no longer the one the pass read (deleted, a new spec, another
-    writer's version); set, every save and every check (the re-read before an act) raises
+    writer's status); set, every save and every check (the re-read before an act) raises
     :class:`SupersededError` with it, as the adapter does on a 409 or on what it re-reads."""
 
     stored: dict[str, Any] = field(default_factory=dict)

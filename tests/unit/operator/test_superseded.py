@@ -1,5 +1,6 @@
-"""A pass acts only on the resource it read: deleted, re-specified or written by another writer between
-two steps of an apply, the rest of the apply is not done and nothing is saved.
+"""A pass acts only on the resource it read: deleted, re-created or re-specified between two steps of
+an apply, or its status stored by another writer (a 409 on the pass's conditional save), the rest of
+the apply is not done and nothing is saved. Kopf's own writes (annotations) stop nothing.
 
 The recording fakes: :class:`FakeStatus` raises ``SupersededError`` on every save and every check
 (the re-read before each act) once ``superseded`` is set; here a step of the fake Deployment or Nimbus
@@ -154,14 +155,28 @@ def found(**meta: Any) -> dict[str, Any]:
         ({"deletionTimestamp": "2026-11-28T09:00:00Z"}, "being deleted"),
         ({"uid": "u-2"}, "deleted and created again"),
         ({"generation": 4}, "spec changed (generation 3 -> 4)"),
-        ({"resourceVersion": "101"}, "another writer stored it (resourceVersion 100 -> 101)"),
+        ({"generation": 4, "resourceVersion": "101"}, "spec changed (generation 3 -> 4)"),
     ],
 )
-def test_the_resource_is_superseded_when_deleted_recreated_respecified_or_rewritten(
+def test_the_resource_is_superseded_when_deleted_recreated_or_respecified(
     meta: dict[str, Any], why: str | None
 ) -> None:
     said = superseded(HELD, found(**meta))
     assert said == why if why is None else why in (said or "")
+
+
+KOPF_WRITES = [
+    {"annotations": {"stormscale.io/touch-dummy": "2026-11-28T12:38:24.782603+00:00"}},
+    {"annotations": {"stormscale.io/on_spec": '{"retries": 1, "success": false}'}},
+    {"finalizers": ["kopf.zalando.org/KopfFinalizerMarker"]},
+]
+
+
+@pytest.mark.parametrize("meta", KOPF_WRITES, ids=["touch", "progress", "finalizer"])
+def test_kopf_s_own_writes_leave_the_resource_the_one_held(meta: dict[str, Any]) -> None:
+    """Kopf's bookkeeping moves the resourceVersion, not the object, its spec or its deletion: the
+    re-read before an act lets the act go (a rival status write is the save's 409 instead)."""
+    assert superseded(HELD, found(resourceVersion="101", **meta)) is None
 
 
 class FakeCustomObjects:
@@ -212,10 +227,37 @@ def test_two_passes_on_the_same_version_write_once_and_the_second_gets_a_conflic
     first.save("streaming", "linear", StormTopologyStatus(applied_budget=1))
     with pytest.raises(SupersededError, match="409"):
         second.save("streaming", "linear", StormTopologyStatus(applied_budget=2))
-    with pytest.raises(SupersededError, match="another writer"):
-        second.check("streaming", "linear")
     assert api.object["status"]["appliedBudget"] == 1
     assert len(api.patches) == 2  # sent twice, stored once
+
+
+def test_a_kopf_annotation_between_the_read_and_an_act_does_not_stop_the_act() -> None:
+    api = FakeCustomObjects()
+    store = writer(api)
+    store.load("streaming", "linear")
+    store.save("streaming", "linear", StormTopologyStatus(applied_budget=1))
+    api.object = found(resourceVersion="150", annotations={"stormscale.io/touch-dummy": "now"})
+    store.check("streaming", "linear")  # no SupersededError: the act goes ahead
+
+
+@pytest.mark.parametrize(
+    ("meta", "said"),
+    [
+        ({"generation": 4}, "spec changed"),
+        ({"uid": "u-2"}, "created again"),
+        ({"deletionTimestamp": "2026-11-28T09:00:00Z"}, "being deleted"),
+    ],
+    ids=["new spec", "re-created", "being deleted"],
+)
+def test_the_re_read_before_an_act_stops_on_another_resource_or_intent(
+    meta: dict[str, Any], said: str
+) -> None:
+    api = FakeCustomObjects()
+    store = writer(api)
+    store.load("streaming", "linear")
+    api.object = found(resourceVersion="150", **meta)
+    with pytest.raises(SupersededError, match=said):
+        store.check("streaming", "linear")
 
 
 def test_a_deleted_resource_is_superseded_on_the_re_read() -> None:

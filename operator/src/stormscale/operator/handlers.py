@@ -304,7 +304,7 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     Applied`` (bench/fleet.py reads them). A timer pass that finds the resource's pass running is
     skipped (one line, ``timer pass skipped``); a spec pass waits for it. A pass whose resource is no
     longer the one it read (:class:`~stormscale.operator.ports.SupersededError`: a 409 on its status
-    write, or deleted, being deleted, a new spec, another writer's version before an act) stops there
+    write, or deleted, being deleted, created again, a new spec before an act) stops there
     with one INFO line, ``pass stopped``, no condition and no retry of its own: the next pass (the
     timer's, or the new spec's) reads the resource afresh.
     """

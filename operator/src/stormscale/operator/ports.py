@@ -42,8 +42,8 @@ class GoneError(RefusedError):
 
 class SupersededError(RuntimeError):
     """The StormTopology is no longer the one the pass read: another writer stored a newer version
-    (a 409 Conflict on a conditional status write, or a newer ``resourceVersion`` on the re-read
-    before an act), it was deleted or is being deleted, or its spec changed (a new ``generation``).
+    since (a 409 Conflict on a conditional status write), or, on the re-read before an act, it was
+    deleted or is being deleted, created again, or its spec changed (a new ``generation``).
 
     Neither a refusal nor an outage: the pass stops where it is, acts on nothing more, saves nothing
     and sets no condition; the next pass reads the resource afresh (one log line says so)."""
@@ -208,9 +208,11 @@ class StatusWriter(Protocol):
 
     def check(self, namespace: str, name: str) -> None:
         """Re-read the resource before an act: :class:`SupersededError` when it is gone, being
-        deleted, another object of the same name, of another ``generation``, or written by someone
-        else since the pass last loaded or saved it; :class:`UnavailableError` when that cannot be
-        told now (the act waits for a pass that can)."""
+        deleted, another object of the same name or of another ``generation`` than the pass last
+        loaded or saved (another resource or another intent; a newer ``resourceVersion`` alone is
+        not, Kopf's own annotations move it: a rival writer's status is the conditional save's
+        409); :class:`UnavailableError` when that cannot be told now (the act waits for a pass that
+        can)."""
 
 
 class Events(Protocol):
@@ -261,7 +263,7 @@ class Realized:
 
 #: Called before every act of the realizer (scale, mark pods, rebalance): raises
 #: :class:`SupersededError` when the resource is no longer the one the pass read (deleted, being
-#: deleted, its spec changed, written by another writer), which stops the pass there.
+#: deleted, created again, its spec changed), which stops the pass there.
 Check = Callable[[], None]
 
 

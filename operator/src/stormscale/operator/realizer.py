@@ -15,8 +15,8 @@ Nimbus restart, STORM-3516) is asked for again, at most :data:`MAX_REBALANCES` t
 scales the workers back. Built from the Deployments and Nimbus ports.
 
 Every act of a pass (scale, mark pods, rebalance) goes through :class:`CheckedActs`, which first
-re-reads the StormTopology (the pass's ``check``): one deleted, being deleted, of a new generation or
-written by another writer meanwhile stops the pass there (``SupersededError``), before the act.
+re-reads the StormTopology (the pass's ``check``): one deleted, being deleted, created again or of a
+new generation meanwhile stops the pass there (``SupersededError``), before the act.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ The intent (``status.pending``) is saved before the first write, so the pass aft
 it instead of planning anew; the realizer (``ports.realizer``) makes it run and reports how far it
 got, which the pass turns into conditions and events.
 
-Every status save is conditional on the version of the resource the pass last loaded or saved, and
-every act is preceded by a re-read of it (``ports.status.check``, run by the realizer before each
-scale, pod mark and rebalance): a resource written by another writer (a second operator), deleted,
-or of a new spec meanwhile raises ``SupersededError`` out of the pass, which then acts on nothing
-more and saves nothing.
+Every status save is conditional on the version of the resource the pass last loaded or saved (a
+second operator's write meanwhile: 409), and every act is preceded by a re-read of it
+(``ports.status.check``, run by the realizer before each scale, pod mark and rebalance: deleted,
+created again or of a new spec meanwhile); either raises ``SupersededError`` out of the pass, which
+then acts on nothing more and saves nothing.
 """
 
 from __future__ import annotations

@@ -246,7 +246,15 @@ class Held:
 
 
 def superseded(held: Held, found: Mapping[str, Any]) -> str | None:
-    """Why the resource as read now (``found``) is no longer the one held, or ``None`` when it is."""
+    """Why the resource as read now (``found``) is no longer the one held, or ``None`` when it is.
+
+    Another resource or another intent: being deleted (``deletionTimestamp``), another object of
+    the same name (``uid``), another spec (``generation``). Not a newer ``resourceVersion``: Kopf's
+    own writes (its progress annotations, the touch that wakes a retried handler, the finalizer)
+    move it without changing what the pass acts on, and a re-read that stopped on them stopped the
+    passes that overlapped them. A status stored by another writer shows as a 409 on the pass's
+    next (conditional) status write instead.
+    """
     now = Held.of(found)
     if (found.get("metadata") or {}).get("deletionTimestamp"):
         return "it is being deleted"
@@ -254,8 +262,6 @@ def superseded(held: Held, found: Mapping[str, Any]) -> str | None:
         return "it was deleted and created again"
     if now.generation != held.generation:
         return f"its spec changed (generation {held.generation} -> {now.generation})"
-    if now.resource_version != held.resource_version:
-        return f"another writer stored it (resourceVersion {held.resource_version} -> {now.resource_version})"
     return None
 
 
@@ -310,9 +316,10 @@ class KubeStatus:
         self._held[namespace, name] = Held.of(found)
 
     def check(self, namespace: str, name: str) -> None:
-        """:class:`SupersededError` unless the resource is still the version last loaded or saved; a
-        read that fails otherwise is an :class:`UnavailableError` (a 403 too: the act waits, it is
-        not the apply that was refused)."""
+        """:class:`SupersededError` when the resource is gone or no longer the one last loaded or
+        saved (:func:`superseded`: deleted, being deleted, re-created, re-specified); a read that
+        fails otherwise is an :class:`UnavailableError` (a 403 too: the act waits, it is not the
+        apply that was refused)."""
         where = f"StormTopology {namespace}/{name}"
         try:
             found = self._read(namespace, name)
