@@ -17,6 +17,7 @@ from stormscale.operator.ports import (
     Profiler,
     RefusedError,
     StormTopologyState,
+    SupersededError,
     UnavailableError,
     Workers,
 )
@@ -203,16 +204,32 @@ class FakeProfiler:
 
 @dataclass
 class FakeStatus:
-    """Stores statuses like the Kubernetes adapter: each save sends the merge patch from the last one."""
+    """Stores statuses like the Kubernetes adapter: each save sends the merge patch from the last one.
+
+    ``superseded``: why the resource is no longer the one the pass read (deleted, a new spec, another
+    writer's status); set, every save and every check (the re-read before an act) raises
+    :class:`SupersededError` with it, as the adapter does on a 409 or on what it re-reads."""
 
     stored: dict[str, Any] = field(default_factory=dict)
     saved: list[dict[str, Any]] = field(default_factory=list)  # the patches sent
     journal: Journal = field(default_factory=list)
     fail: Exception | None = None
+    superseded: str | None = None
+    checks: int = 0
+
+    def hold(self, namespace: str, name: str, found: Mapping[str, Any]) -> None:
+        """The version the next save is conditional on (the adapter's; nothing to hold here)."""
+
+    def check(self, namespace: str, name: str) -> None:
+        self.checks += 1
+        if self.superseded:
+            raise SupersededError(f"StormTopology {namespace}/{name}: {self.superseded}")
 
     def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
         if self.fail:
             raise self.fail
+        if self.superseded:
+            raise SupersededError(f"status of StormTopology {namespace}/{name} not saved: {self.superseded}")
         new = status.to_json()
         patch = status_patch(self.stored, new)
         self.stored = new
@@ -285,6 +302,7 @@ __all__ = [
     "FakePublished",
     "FakeStatus",
     "RefusedError",
+    "SupersededError",
     "UnavailableError",
     "World",
     "with_fakes",

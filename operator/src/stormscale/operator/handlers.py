@@ -27,6 +27,7 @@ from stormscale.operator.adapters.kube import (
     PLURAL,
     REQUEST_TIMEOUT_S,
     VERSION,
+    Held,
     KubeConfigMaps,
     KubeDeployments,
     KubePods,
@@ -38,7 +39,15 @@ from stormscale.operator.adapters.secrets import CredentialsUnavailableError, Ku
 from stormscale.operator.endpoints import EndpointPolicy, EndpointPolicyError
 from stormscale.operator.metrics import OperatorMetrics, PassEnd, serve
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import Events, GoneError, Ports, RefusedError, StatusWriter, UnavailableError
+from stormscale.operator.ports import (
+    Events,
+    GoneError,
+    Ports,
+    RefusedError,
+    StatusWriter,
+    SupersededError,
+    UnavailableError,
+)
 from stormscale.operator.realizer import StormRealizer
 from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reconcile
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
@@ -113,11 +122,13 @@ def kube_api() -> client.ApiClient:
 
 _STORED: dict[tuple[str, str], dict[str, Any]] = {}
 """Each resource's status as this process last loaded or saved it (what the next patch is taken against)."""
+_HELD: dict[tuple[str, str], Held] = {}
+"""Each resource's version as this process last loaded or saved it (what the next patch is conditional on)."""
 
 
 def status_store() -> KubeStatus:
     """The status writer on the current API client, with the process's memory of stored statuses."""
-    return KubeStatus(kube_api(), _STORED)
+    return KubeStatus(kube_api(), _STORED, _HELD)
 
 
 def placement_endpoint(policy: Policy) -> PlacementEndpoint | None:
@@ -300,7 +311,11 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     ``cause`` (the handler: ``spec`` or ``timer``), its duration (from the handler's thread, waiting for
     the resource's lock included) and how it ended, ``[ns/name] timer pass took 0.123 s: Ready True
     Applied`` (bench/fleet.py reads them). A timer pass that finds the resource's pass running is
-    skipped (one line, ``timer pass skipped``); a spec pass waits for it.
+    skipped (one line, ``timer pass skipped``); a spec pass waits for it. A pass whose resource is no
+    longer the one it read (:class:`~stormscale.operator.ports.SupersededError`: a 409 on its status
+    write, or deleted, being deleted, created again, a new spec before an act) stops there
+    with one INFO line, ``pass stopped``, no condition and no retry of its own: the next pass (the
+    timer's, or the new spec's) reads the resource afresh.
     """
     meta = body.metadata
     started = time.monotonic()
@@ -318,6 +333,9 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     try:
         outcome = _run_pass(body)
         ended = pass_end(outcome)
+    except SupersededError as err:
+        ended = "stopped"
+        LOG.info("[%s/%s] %s pass stopped, nothing more done: %s", meta.namespace, meta.name, cause, err)
     except BaseException as err:
         ended = type(err).__name__
         raise
@@ -350,6 +368,7 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
     except GoneError:
         return None  # deleted meanwhile: only a 404 says so
     except RefusedError as err:
+        store.hold(namespace, name, body)  # its status save is conditional on the watch's version
         return _unreadable(body, store, f"cannot read StormTopology {namespace}/{name}: {err}")
     except UnavailableError as err:
         message = f"cannot read StormTopology {namespace}/{name}: {err}"
@@ -377,7 +396,7 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
         return reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, namespace, body), now)
     except CredentialsUnavailableError as err:
         return refuse(status, Reason.CREDENTIALS_UNAVAILABLE, str(err))
-    except kopf.TemporaryError:
+    except (kopf.TemporaryError, SupersededError):
         raise
     except Exception as err:  # the error contract's last line: a condition and a log, not a bare traceback
         LOG.exception("[%s/%s] reconcile failed", namespace, name)

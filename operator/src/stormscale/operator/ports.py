@@ -2,7 +2,8 @@
 
 Adapters implement them against the real Kubernetes API, Nimbus and Prometheus; unit tests use
 recording fakes. Every port raises :class:`UnavailableError` (try again later) or :class:`RefusedError` (the
-request itself is wrong) and nothing else.
+request itself is wrong) and nothing else, but for the status writer's :class:`SupersededError` (the
+resource is no longer the one the pass read: stop).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ class RefusedError(RuntimeError):
 
 class GoneError(RefusedError):
     """The object asked for does not exist (a 404): for the StormTopology itself, deleted meanwhile."""
+
+
+class SupersededError(RuntimeError):
+    """The StormTopology is no longer the one the pass read: another writer stored a newer version
+    since (a 409 Conflict on a conditional status write), or, on the re-read before an act, it was
+    deleted or is being deleted, created again, or its spec changed (a new ``generation``).
+
+    Neither a refusal nor an outage: the pass stops where it is, acts on nothing more, saves nothing
+    and sets no condition; the next pass reads the resource afresh (one log line says so)."""
 
 
 class TooLargeError(RefusedError):
@@ -193,7 +203,16 @@ class PublishedProfiles(Protocol):
 class StatusWriter(Protocol):
     def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
         """Store ``status`` now (reconcile records its intent before acting); only what changed since
-        the status last loaded or saved is sent."""
+        the status last loaded or saved is sent, on the condition that the resource is still the
+        version the pass last loaded or saved (else :class:`SupersededError`)."""
+
+    def check(self, namespace: str, name: str) -> None:
+        """Re-read the resource before an act: :class:`SupersededError` when it is gone, being
+        deleted, another object of the same name or of another ``generation`` than the pass last
+        loaded or saved (another resource or another intent; a newer ``resourceVersion`` alone is
+        not, Kopf's own annotations move it: a rival writer's status is the conditional save's
+        409); :class:`UnavailableError` when that cannot be told now (the act waits for a pass that
+        can)."""
 
 
 class Events(Protocol):
@@ -242,13 +261,23 @@ class Realized:
     retry_after: float | None = None
 
 
-class Realizer(Protocol):
-    def realize(self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None]) -> Realized:
-        """Make ``intent`` (``status.pending``) run: the worker pods, the rebalance, its verification.
-        ``record`` stores an updated intent before a request that depends on it is made."""
+#: Called before every act of the realizer (scale, mark pods, rebalance): raises
+#: :class:`SupersededError` when the resource is no longer the one the pass read (deleted, being
+#: deleted, created again, its spec changed), which stops the pass there.
+Check = Callable[[], None]
 
-    def give_up(self, site: Site, reason: Reason, message: str) -> Realized:
-        """Forget the intent for ``reason`` and scale the workers back to what Storm runs."""
+
+class Realizer(Protocol):
+    def realize(
+        self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None], check: Check
+    ) -> Realized:
+        """Make ``intent`` (``status.pending``) run: the worker pods, the rebalance, its verification.
+        ``record`` stores an updated intent before a request that depends on it is made; ``check``
+        runs before each act."""
+
+    def give_up(self, site: Site, reason: Reason, message: str, check: Check) -> Realized:
+        """Forget the intent for ``reason`` and scale the workers back to what Storm runs (after
+        ``check``)."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,10 @@ Applying *sets* replicas and executor counts, never adds to them, so a crash bet
 converges on the next pass. Storm is not trusted to run what it accepted: a rebalance it forgot (a
 Nimbus restart, STORM-3516) is asked for again, at most :data:`MAX_REBALANCES` times in all; a refusal
 scales the workers back. Built from the Deployments and Nimbus ports.
+
+Every act of a pass (scale, mark pods, rebalance) goes through :class:`CheckedActs`, which first
+re-reads the StormTopology (the pass's ``check``): one deleted, being deleted, created again or of a
+new generation meanwhile stops the pass there (``SupersededError``), before the act.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from stormscale.operator.book import units_text
 from stormscale.operator.decision.placement import choices_text, replicas, replicas_for
 from stormscale.operator.packing import first_problems
 from stormscale.operator.ports import (
+    Check,
+    Layout,
     Nimbus,
     Progress,
     Realized,
@@ -33,6 +39,7 @@ from stormscale.operator.ports import (
     StormTopologyState,
     UnavailableError,
     WorkerDeployments,
+    Workers,
 )
 from stormscale.operator.status import (
     RETRY_AFTER,
@@ -95,6 +102,45 @@ def _degraded(reason: Reason, message: str, intent: PendingApply | None) -> Real
     return Realized(Progress.DEGRADED, reason, message, intent)
 
 
+class CheckedActs:
+    """The worker Deployment and Nimbus as a pass's realizer acts on them: every write (``scale``,
+    ``remove_first``, ``rebalance``) only after ``check`` passed, reads as they are. The one place
+    where a multi-step apply stops once its StormTopology is no longer the one the pass read."""
+
+    def __init__(self, deployments: WorkerDeployments, nimbus: Nimbus, check: Check) -> None:
+        self._deployments = deployments
+        self._nimbus = nimbus
+        self._check = check
+
+    def read(self, namespace: str, name: str) -> Workers:
+        return self._deployments.read(namespace, name)
+
+    def pods(self, namespace: str, name: str) -> Sequence[Pod]:
+        return self._deployments.pods(namespace, name)
+
+    def describe(self, topology: str) -> StormTopologyState:
+        return self._nimbus.describe(topology)
+
+    def scale(self, namespace: str, name: str, replicas: int) -> None:
+        self._check()
+        self._deployments.scale(namespace, name, replicas)
+
+    def remove_first(self, namespace: str, pods: Sequence[str]) -> None:
+        self._check()
+        self._deployments.remove_first(namespace, pods)
+
+    def rebalance(
+        self,
+        topology: str,
+        executors: Mapping[str, int],
+        workers: int,
+        wait_secs: int,
+        placement: Layout | None = None,
+    ) -> None:
+        self._check()
+        self._nimbus.rebalance(topology, executors, workers, wait_secs, placement)
+
+
 class StormRealizer:
     """The realizer on the worker Deployment and Nimbus."""
 
@@ -102,7 +148,23 @@ class StormRealizer:
         self.deployments = deployments
         self.nimbus = nimbus
 
-    def realize(self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None]) -> Realized:
+    def _checked(self, check: Check) -> StormRealizer:
+        """This realizer with each act after ``check`` (:class:`CheckedActs`)."""
+        acts = CheckedActs(self.deployments, self.nimbus, check)
+        return StormRealizer(acts, acts)
+
+    def realize(
+        self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None], check: Check
+    ) -> Realized:
+        """Make it so (:meth:`_realize`), each act after ``check``."""
+        return self._checked(check)._realize(site, intent, record)
+
+    def give_up(self, site: Site, reason: Reason, message: str, check: Check) -> Realized:
+        """The refused apply stays refused: no plan, no write but the scale back (after ``check``),
+        no new Warning."""
+        return self._checked(check)._refused(site, message, site.replicas, reason)
+
+    def _realize(self, site: Site, intent: PendingApply, record: Callable[[PendingApply], None]) -> Realized:
         """Make it so. A rebalance is asked for while Storm runs other executors than the target or,
         once asked, another worker count than asked for (the placement's, else one per unit): a lost
         rebalance, or a placement Stormscale's scheduler assigned nothing of. :meth:`_rebalance`
@@ -185,10 +247,6 @@ class StormRealizer:
                     "[%s] pods not marked to be removed first, the ReplicaSet chooses: %s", where, err
                 )
         self.deployments.scale(site.namespace, site.deployment, wanted)
-
-    def give_up(self, site: Site, reason: Reason, message: str) -> Realized:
-        """The refused apply stays refused: no plan, no write but the scale back, no new Warning."""
-        return self._refused(site, message, site.replicas, reason)
 
     def _placement_pending(self, site: Site, intent: PendingApply, missing: list[str]) -> Realized:
         """Nimbus runs the target executors on the placement's worker count but not the placement:

@@ -6,6 +6,12 @@ says what to measure when it needs a profile, so a topology that runs its budget
 The intent (``status.pending``) is saved before the first write, so the pass after a crash finishes
 it instead of planning anew; the realizer (``ports.realizer``) makes it run and reports how far it
 got, which the pass turns into conditions and events.
+
+Every status save is conditional on the version of the resource the pass last loaded or saved (a
+second operator's write meanwhile: 409), and every act is preceded by a re-read of it
+(``ports.status.check``, run by the realizer before each scale, pod mark and rebalance: deleted,
+created again or of a new spec meanwhile); either raises ``SupersededError`` out of the pass, which
+then acts on nothing more and saves nothing.
 """
 
 from __future__ import annotations
@@ -79,9 +85,13 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         st.healthy()
         return st.ready(Reason.STABLE, Reason.APPLIED, f"Budget {budget} is applied", decision.retry_after)
     site = observe.site(resource, policy, st, seen)
+
+    def check() -> None:
+        ports.status.check(resource.namespace, resource.name)
+
     if act is Act.HOLD_REFUSED:
         assert decision.reason is not None
-        return _realized(st, budget, ports.realizer.give_up(site, decision.reason, decision.message))
+        return _realized(st, budget, ports.realizer.give_up(site, decision.reason, decision.message, check))
     st.healthy()
     if act is Act.RECOMMEND:
         st.set(PROGRESSING, False, Reason.RECOMMENDED, "Recommend mode: the plan is in status.lastPlan only")
@@ -101,7 +111,7 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         st.status.pending = again
         ports.status.save(resource.namespace, resource.name, st.status)
 
-    return _realized(st, budget, ports.realizer.realize(site, intent, record))
+    return _realized(st, budget, ports.realizer.realize(site, intent, record, check))
 
 
 def _decide(observation: Observation, policy: Policy, st: Book) -> Decision:

@@ -4,6 +4,7 @@ target it, its pods, the resource's status, and the fleet job's published profil
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import urllib3
@@ -11,7 +12,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from stormscale.operator.policy import millicores
-from stormscale.operator.ports import GoneError, RefusedError, UnavailableError, Workers
+from stormscale.operator.ports import GoneError, RefusedError, SupersededError, UnavailableError, Workers
 from stormscale.operator.status import StormTopologyStatus, status_patch
 from stormscale.storm.samples import Pod
 
@@ -225,6 +226,45 @@ class KubeConfigMaps:
         return dict(found.data or {})
 
 
+@dataclass(frozen=True)
+class Held:
+    """The version of a StormTopology a pass holds: the object (``uid``), its spec (``generation``),
+    and the ``resourceVersion`` it last loaded or saved."""
+
+    uid: str
+    generation: int
+    resource_version: str
+
+    @classmethod
+    def of(cls, found: Mapping[str, Any]) -> Held:
+        meta = found.get("metadata") or {}
+        return cls(
+            str(meta.get("uid") or ""),
+            int(meta.get("generation") or 0),
+            str(meta.get("resourceVersion") or ""),
+        )
+
+
+def superseded(held: Held, found: Mapping[str, Any]) -> str | None:
+    """Why the resource as read now (``found``) is no longer the one held, or ``None`` when it is.
+
+    Another resource or another intent: being deleted (``deletionTimestamp``), another object of
+    the same name (``uid``), another spec (``generation``). Not a newer ``resourceVersion``: Kopf's
+    own writes (its progress annotations, the touch that wakes a retried handler, the finalizer)
+    move it without changing what the pass acts on, and a re-read that stopped on them stopped the
+    passes that overlapped them. A status stored by another writer shows as a 409 on the pass's
+    next (conditional) status write instead.
+    """
+    now = Held.of(found)
+    if (found.get("metadata") or {}).get("deletionTimestamp"):
+        return "it is being deleted"
+    if now.uid != held.uid:
+        return "it was deleted and created again"
+    if now.generation != held.generation:
+        return f"its spec changed (generation {held.generation} -> {now.generation})"
+    return None
+
+
 class KubeStatus:
     """``StatusWriter`` on the StormTopology's status subresource.
 
@@ -232,43 +272,96 @@ class KubeStatus:
     patch between the two (:func:`~stormscale.operator.status.status_patch`): reconcile saves its
     intent in the middle of a pass, and the end-of-pass save must be taken against that, or a key
     written mid-pass and dropped by the end of the same pass would stay behind.
+
+    It also remembers the version it last loaded or saved (:class:`Held`). Each patch carries that
+    ``metadata.resourceVersion``, so the API server applies it only to that very version and answers
+    409 Conflict otherwise (optimistic concurrency: a second operator, or a pass on a copy read
+    before another pass's write, writes nothing): :class:`SupersededError`. Kopf's own patch
+    (``patch.status``) carries no version, hence this writer on the API. :meth:`check` re-reads the
+    resource before an act.
     """
 
     def __init__(
-        self, api: client.ApiClient, stored: dict[tuple[str, str], dict[str, Any]] | None = None
+        self,
+        api: client.ApiClient,
+        stored: dict[tuple[str, str], dict[str, Any]] | None = None,
+        held: dict[tuple[str, str], Held] | None = None,
     ) -> None:
-        """``stored``: the memory of stored statuses, shared by writers on other clients if given."""
+        """``stored``, ``held``: the memories of stored statuses and versions, shared by writers on
+        other clients if given."""
         self.api = api
         self._custom = client.CustomObjectsApi(api)
         self._stored = {} if stored is None else stored
+        self._held = {} if held is None else held
 
-    def load(self, namespace: str, name: str) -> dict[str, Any]:
-        """The resource as the API server has it now (the watch's copy may lag our own writes)."""
+    def _read(self, namespace: str, name: str) -> dict[str, Any]:
         try:
             found: dict[str, Any] = self._custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
             )
         except (ApiException, urllib3.exceptions.HTTPError) as err:
             _raise(err, f"StormTopology {namespace}/{name}")
-        self._stored[namespace, name] = dict(found.get("status") or {})
         return found
+
+    def load(self, namespace: str, name: str) -> dict[str, Any]:
+        """The resource as the API server has it now (the watch's copy may lag our own writes)."""
+        found = self._read(namespace, name)
+        self._stored[namespace, name] = dict(found.get("status") or {})
+        self._held[namespace, name] = Held.of(found)
+        return found
+
+    def hold(self, namespace: str, name: str, found: Mapping[str, Any]) -> None:
+        """Take ``found`` (the watch's copy, when the resource cannot be read afresh) as the version the
+        next save is conditional on."""
+        self._held[namespace, name] = Held.of(found)
+
+    def check(self, namespace: str, name: str) -> None:
+        """:class:`SupersededError` when the resource is gone or no longer the one last loaded or
+        saved (:func:`superseded`: deleted, being deleted, re-created, re-specified); a read that
+        fails otherwise is an :class:`UnavailableError` (a 403 too: the act waits, it is not the
+        apply that was refused)."""
+        where = f"StormTopology {namespace}/{name}"
+        try:
+            found = self._read(namespace, name)
+        except GoneError:
+            raise SupersededError(f"{where} was deleted") from None
+        except RefusedError as err:
+            raise UnavailableError(f"cannot re-read {where} before acting: {err}") from None
+        held = self._held.get((namespace, name))
+        why = superseded(held, found) if held is not None else None
+        if why:
+            raise SupersededError(f"{where} changed since the pass read it: {why}")
 
     def save(self, namespace: str, name: str, status: StormTopologyStatus) -> None:
         new = status.to_json()
-        patch = status_patch(self._stored.get((namespace, name), {}), new)
-        if not patch:
+        patch: dict[str, Any] = {"status": status_patch(self._stored.get((namespace, name), {}), new)}
+        if not patch["status"]:
             return
+        held = self._held.get((namespace, name))
+        if held is not None and held.resource_version:
+            patch["metadata"] = {"resourceVersion": held.resource_version}
+        where = f"status of StormTopology {namespace}/{name}"
         try:
-            self._custom.patch_namespaced_custom_object_status(  # type: ignore[call-arg]
+            saved: dict[str, Any] = self._custom.patch_namespaced_custom_object_status(  # type: ignore[call-arg]
                 GROUP,
                 VERSION,
                 namespace,
                 PLURAL,
                 name,
-                {"status": patch},
+                patch,
                 _content_type="application/merge-patch+json",
                 _request_timeout=REQUEST_TIMEOUT_S,
             )
-        except (ApiException, urllib3.exceptions.HTTPError) as err:
-            _raise(err, f"status of StormTopology {namespace}/{name}")
+        except ApiException as err:
+            if err.status == 409:
+                raise SupersededError(
+                    f"{where} not saved: 409 Conflict, another writer stored it since"
+                ) from None
+            if err.status == 404:
+                raise SupersededError(f"{where} not saved: the resource was deleted") from None
+            _raise(err, where)
+        except urllib3.exceptions.HTTPError as err:
+            _raise(err, where)
         self._stored[namespace, name] = new
+        if held is not None:
+            self._held[namespace, name] = Held.of(saved)
