@@ -398,7 +398,7 @@ def baseline_window(ten: Tenancy, steady_s: float) -> Window:
 
 def hostile_window(ten: Tenancy, behaviour: Behaviour, topology: str, args: argparse.Namespace) -> Window:
     """Create the hostile tenant of ``behaviour``, time its named condition, watch ``steady`` seconds
-    in all, delete it."""
+    in all (at least the deadline), delete it."""
     name = hostile_name(behaviour.name)
     with ExitStack() as stack:
         port = None
@@ -413,7 +413,7 @@ def hostile_window(ten: Tenancy, behaviour: Behaviour, topology: str, args: argp
         start, created = time.time(), time.monotonic()
         window = Window(behaviour.name, behaviour.what, start, start)
         ten.custom.create_namespaced_custom_object(GROUP, VERSION, ten.namespace, PLURAL, body)
-        while time.monotonic() - created < args.steady:
+        while time.monotonic() - created < max(args.steady, args.deadline + 2 * SAMPLE_EVERY_S):
             if window.reason is None:
                 found = ten.custom.get_namespaced_custom_object(GROUP, VERSION, ten.namespace, PLURAL, name)
                 window.reason = named_reason(found, behaviour.condition)
