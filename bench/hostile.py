@@ -1,7 +1,7 @@
 """One hostile tenant among healthy topologies on one operator: does it hurt the operator or the others?
 
-Run: ``make bench-hostile`` (or ``.venv/bin/python -m bench.hostile [--resources 50] [--steady 60]
-[--interval 10] [--behaviours nimbus-empty-structs,prometheus-drip,...]``); about 12 minutes for the
+Run: ``make bench-hostile`` (or ``.venv/bin/python -m bench.hostile [--resources 50] [--steady 45]
+[--interval 10] [--behaviours nimbus-empty-structs,prometheus-drip,...]``); about 15 minutes for the
 defaults. Prints one table (a row per behaviour, PASS/FAIL per target), writes
 ``bench/out/hostile.json`` and exits non-zero if a target fails. It holds the real-stack lock of
 ``make accuracy`` meanwhile.
@@ -9,18 +9,20 @@ defaults. Prints one table (a row per behaviour, PASS/FAIL per target), writes
 What runs: the fleet benchmark's machinery (bench/fleet.py): a real control plane with the CRD, one
 fake Nimbus and one fake Prometheus on loopback serving every healthy topology, and the operator as
 users run it (``python -m kopf run -m stormscale.operator.handlers --standalone``, its own process).
-Two phases on that control plane, each in its own namespace with its own operator process:
+Phases on that control plane, one after the other, each in its own namespace with its own operator
+process (a process keeps its peak memory, so a behaviour sharing one would be charged the peak of the
+one before):
 
 * *baseline*: N healthy StormTopology objects (Manual mode, budget B); once all are Ready/Applied,
   ``steady`` seconds of timer passes;
-* *hostile*: the same N, and once all are Ready, one sub-phase per behaviour, serially: ONE more
-  StormTopology whose endpoint misbehaves (tests/harness/fakes/hostile.py) is created, watched for
-  ``steady`` seconds, and deleted. Behaviours: a Nimbus answering 16 MB of empty structs; a Prometheus
-  body of 500 MB; 100,000 series per query; a body dripped at 1 byte/s; ``Retry-After: 15`` and a
-  ``Retry-After`` of 10³⁰ s; a result 100,000 arrays deep; and, with healthy endpoints and
-  ``metrics.profile: Published``, a published profile ConfigMap whose ``profile.json`` is ``[`` × 500,000.
+* one *hostile* phase per behaviour: the same N, and once all are Ready, ONE more StormTopology whose
+  endpoint misbehaves (tests/harness/fakes/hostile.py), watched for ``steady`` seconds (at least the
+  deadline). Behaviours: a Nimbus answering 16 MB of empty structs; a Prometheus body of 500 MB;
+  100,000 series per query; a body dripped at 1 byte/s; ``Retry-After: 15`` and a ``Retry-After`` of
+  10³⁰ s; a result 100,000 arrays deep; and, with healthy endpoints and ``metrics.profile:
+  Published``, a published profile ConfigMap whose ``profile.json`` is ``[`` × 500,000.
 
-Measured per sub-phase (and for the baseline's steady window):
+Measured per window (the baseline's steady passes, each behaviour's):
 
 * the operator's RSS, ``VmRSS`` of ``/proc/<pid>/status`` sampled every 0.5 s: the maximum over the
   window, and ``VmHWM`` (the peak since the process started, which no sample can miss) at its end;
@@ -191,7 +193,7 @@ def max_within(samples: Sequence[tuple[float, float]], start: float, end: float)
 
 @dataclass
 class Window:
-    """One measured window: the baseline's steady passes, or one behaviour's sub-phase."""
+    """One measured window: the baseline's steady passes, or one behaviour's phase."""
 
     name: str
     what: str
@@ -440,7 +442,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--resources", type=int, default=50, help="healthy StormTopology objects")
     parser.add_argument("--budget", type=int, default=2, help="each resource's Manual budget")
     parser.add_argument("--interval", type=float, default=10.0, help="STORMSCALE_INTERVAL_SECONDS")
-    parser.add_argument("--steady", type=float, default=60.0, help="seconds per window (baseline, behaviour)")
+    parser.add_argument(
+        "--steady",
+        type=float,
+        default=45.0,
+        help="seconds per window (baseline, behaviour; at least the deadline)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a phase waits for Ready")
     parser.add_argument("--deadline", type=float, default=PASS_DEADLINE_S, help="seconds to the condition")
     parser.add_argument(
@@ -453,31 +460,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     profile = load_profile(fleet.PROFILE)
     healthy = [m.name for m in fleet.fleet(args.resources, 0)]
     topology = f"t-{args.resources:03d}"  # the hostile tenant's Storm topology, served like the others
-    horizon = 2 * args.timeout + (len(chosen) + 1) * args.steady + 600
+    horizon = (len(chosen) + 1) * (args.timeout + max(args.steady, args.deadline) + 60) + 600
     run_dir = new_run_dir("hostile-")
     _progress(f"hostile-tenant benchmark: logs in {run_dir}")
     with heavy_lock(), ControlPlane(run_dir, bin_dir=binaries.ensure_binaries()) as plane:
         plane.apply_crds(fleet.CRD)
         api = config.new_client_from_config(config_file=str(plane.kubeconfig))
         with fleet.fakes(profile, args.resources + 1, horizon) as shared:
-            phases: list[list[Window]] = []
-            for name, extra in (("baseline", []), ("tenant", [hostile_name(b.name) for b in chosen])):
+            windows: list[Window] = []
+            for behaviour in [None, *chosen]:
+                name = "baseline" if behaviour is None else behaviour.name
                 with tenancy(
                     name,
                     plane=plane,
                     api=api,
                     shared=shared,
                     healthy=healthy,
-                    extra_deployments=extra,
+                    extra_deployments=[] if behaviour is None else [hostile_name(name)],
                     args=args,
                     run_dir=run_dir,
                 ) as ten:
-                    if name == "baseline":
-                        phases.append([baseline_window(ten, args.steady)])
+                    if behaviour is None:
+                        windows.append(baseline_window(ten, args.steady))
                     else:
-                        phases.append([hostile_window(ten, b, topology, args) for b in chosen])
-                with_passes(phases[-1], ten.passes(), set(healthy))
-    (baseline,), windows = phases
+                        windows.append(hostile_window(ten, behaviour, topology, args))
+                with_passes(windows[-1:], ten.passes(), set(healthy))
+    baseline, windows = windows[0], windows[1:]
     print(f"\n{args.resources} healthy topologies, one hostile tenant at a time, {args.steady:g} s each\n")
     print(table(windows, baseline, args.deadline))
     for w in windows:
