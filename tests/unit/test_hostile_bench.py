@@ -36,11 +36,10 @@ def reader(server: hostile.HostileServer, timeout_s: float = 5.0, **limits: int)
 
 
 def test_a_nimbus_of_empty_structs_is_unavailable_naming_the_element_cap() -> None:
-    with hostile.HostileServer(hostile.empty_structs(3_000_000)) as server:
-        started = time.monotonic()
-        with pytest.raises(NimbusUnavailableError, match=MAX_ELEMENTS_ENV):
-            NimbusClient(Endpoint("127.0.0.1", server.port), timeout_s=10).topologies()
-    assert time.monotonic() - started < 10
+    """Just over the 2,000,000-element cap (the 16 MB frame is bench-hostile's, and test_bounded_io's)."""
+    server = hostile.HostileServer(hostile.empty_structs(2_100_000))
+    with server, pytest.raises(NimbusUnavailableError, match=MAX_ELEMENTS_ENV):
+        NimbusClient(Endpoint("127.0.0.1", server.port), timeout_s=30).topologies()
 
 
 def test_an_endless_body_is_cut_at_the_byte_cap() -> None:
@@ -62,7 +61,7 @@ def test_a_dripped_body_ends_the_call_at_its_deadline() -> None:
         started = time.monotonic()
         with pytest.raises(PrometheusUnavailableError):
             reader(server, timeout_s=1.0).newest("t")
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0  # the whole body would take 20,000 s
 
 
 @pytest.mark.parametrize(
@@ -80,7 +79,7 @@ def test_a_retry_after_past_the_deadline_ends_the_call_at_the_first_answer(value
         with pytest.raises(PrometheusUnavailableError, match="retry after"):
             reader(server, timeout_s=5.0).newest("t")
         assert server.connections == 1
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # the deadline: no wait was begun
 
 
 def test_a_result_100k_deep_is_a_prometheus_error() -> None:
