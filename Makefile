@@ -94,6 +94,12 @@ THREADS ?= 6
 bench-fleet: venv
 	$(BIN)/python -m bench.fleet $(if $(THREADS),--threads $(THREADS))
 
+## bench-hostile: one hostile tenant among 50 healthy topologies on one operator (a real API server, fake Nimbus and Prometheus): per behaviour (16 MB of empty Thrift structs, a 500 MB body, 100,000 series, a 1 byte/s drip, Retry-After 15 and 10^30, a result 100,000 deep, a published profile of "[" x 500,000) the operator's RSS, the healthy passes' p50/p99 against a baseline, and the time until the hostile resource's condition names the reason; PASS/FAIL per target, exits non-zero on FAIL (each behaviour with its own operator process; about 15 minutes; STEADY=seconds per behaviour, BEHAVIOURS=a,b for some): table on stdout, records in bench/out/hostile.json
+.PHONY: bench-hostile
+STEADY ?= 45
+bench-hostile: venv
+	$(BIN)/python -m bench.hostile --steady $(STEADY) $(if $(BEHAVIOURS),--behaviours $(BEHAVIOURS))
+
 ## bench-reaction: kubectl apply of a new budget -> the Deployment scaled, the rebalance at Nimbus, the budget verified, on a real API server (fake Nimbus and Prometheus), against a one-handler Kopf operator in the same run (20 applies each, APPLIES=N; about 10 minutes): tables on stdout, plot in bench/out/reaction.png. DIP=1: one rebalance's throughput dip on the test bed instead (Kafka-fed JVM topology, budget 0 -> 1; about 15 minutes): bench/out/reaction-dip.png
 APPLIES ?= 20
 bench-reaction: venv $(if $(DIP),prometheus)
