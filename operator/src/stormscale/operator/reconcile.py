@@ -10,6 +10,7 @@ got, which the pass turns into conditions and events.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from datetime import datetime
@@ -24,6 +25,8 @@ from stormscale.operator.status import PROGRESSING, READY, PendingApply, Reason,
 __all__ = ["Outcome", "Resource", "degraded_pass", "reconcile"]
 
 LOG = logging.getLogger("stormscale.operator")
+#: Decisions after which the kept profile still describes the topology: nothing was changed.
+KEEPS_PROFILE = frozenset({Act.STABLE, Act.RECOMMEND})
 
 
 def reconcile(
@@ -67,6 +70,9 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         observation = observe.measure(decision.need, observation, resource, policy, ports)
         decision = _decide(observation, policy, st)
     _take(st, decision)
+    if ports.kept is not None and decision.act not in KEEPS_PROFILE:
+        ports.kept.forget()  # the topology is about to change, or something is wrong: measure afresh
+    refresh = functools.partial(observe.refresh_kept, observation, policy, ports)
     if decision.note:
         LOG.warning("[%s/%s] no sizing shown: %s", resource.namespace, resource.name, decision.note)
     act, budget = decision.act, decision.budget
@@ -77,7 +83,9 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         return st.settling(decision.message, RETRY_REBALANCE_S)
     if act is Act.STABLE:
         st.healthy()
-        return st.ready(Reason.STABLE, Reason.APPLIED, f"Budget {budget} is applied", decision.retry_after)
+        outcome = st.ready(Reason.STABLE, Reason.APPLIED, f"Budget {budget} is applied", decision.retry_after)
+        outcome.refresh = refresh
+        return outcome
     site = observe.site(resource, policy, st, seen)
     if act is Act.HOLD_REFUSED:
         assert decision.reason is not None
@@ -101,7 +109,10 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         st.status.pending = again
         ports.status.save(resource.namespace, resource.name, st.status)
 
-    return _realized(st, budget, ports.realizer.realize(site, intent, record))
+    outcome = _realized(st, budget, ports.realizer.realize(site, intent, record))
+    if outcome.status.holds(READY):  # verified: Storm runs the new executors
+        outcome.refresh = refresh
+    return outcome
 
 
 def _decide(observation: Observation, policy: Policy, st: Book) -> Decision:
