@@ -2,7 +2,9 @@
 
 observe (the worker Deployment, the topology) → decide → [measure → decide] → save the intent →
 realize → status and events. The decision (:func:`stormscale.operator.decision.decide`) is pure and
-says what to measure when it needs a profile, so a topology that runs its budget is never measured.
+says what to measure when it needs a profile, so a topology that runs its budget is not measured to
+decide; once its status is saved, such a pass may refresh the profile kept for the next spec change
+(``Outcome.refresh``, :mod:`stormscale.operator.kept_profiles`).
 The intent (``status.pending``) is saved before the first write, so the pass after a crash finishes
 it instead of planning anew; the realizer (``ports.realizer``) makes it run and reports how far it
 got, which the pass turns into conditions and events.
