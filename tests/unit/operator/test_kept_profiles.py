@@ -15,7 +15,6 @@ from stormscale.operator.kept_profiles import (
     Entry,
     PassProfiles,
     ProfileMemory,
-    measured_units,
     profiling_inputs,
     unusable,
 )
@@ -100,6 +99,20 @@ def test_a_timer_pass_that_finds_the_budget_applied_refreshes_the_ageing_profile
     assert op.memory.age(UID, T0 + timedelta(seconds=50)) == 0.0
 
 
+def test_the_pass_that_verifies_a_rebalance_keeps_a_profile_for_the_next_budget() -> None:
+    op = settled()
+    op.run(policy(budget=2), 25)  # rebalance requested: forgotten
+    calls = op.w.profiler.calls
+    verified = op.run(policy(budget=2), 45)  # the handler's retry: Storm runs the new executors
+    assert verified["appliedBudget"] == 2
+    assert op.w.profiler.calls == calls + 1  # measured after the status was saved
+    at = T0 + timedelta(seconds=46)
+    assert op.memory.why_not(UID, profiling_inputs(policy(budget=1)), op.w.nimbus.executors, at) is None
+    op.run(policy(budget=1), 47)
+    assert op.w.profiler.calls == calls + 1
+    assert "2.0 s old" in op.status["lastPlan"]["profileMeasured"]
+
+
 def test_a_timer_pass_never_plans_on_the_kept_profile() -> None:
     op = settled()
     calls = op.w.profiler.calls
@@ -178,7 +191,7 @@ def _profile(units: tuple[int, ...] = (1, 1, 1, 1)) -> MeasuredProfile:
 
 
 def test_a_kept_profile_is_usable_only_while_everything_it_depends_on_holds() -> None:
-    entry = Entry("inputs", _profile(), T0, T0)
+    entry = Entry("inputs", BASELINE, _profile(), T0, T0)
     later = T0 + timedelta(seconds=10)
     assert unusable(entry, "inputs", BASELINE, later, FRESH_S) is None
     assert unusable(entry, "other", BASELINE, later, FRESH_S) == "the spec's profiling inputs changed"
@@ -197,11 +210,14 @@ def test_a_recalled_profile_is_as_old_as_its_newest_sample_is_now() -> None:
     assert (recalled.age_s, recalled.measured_at) == (5.0 + 12.0, T0)
 
 
-def test_a_window_that_spans_a_change_is_not_kept() -> None:
+def test_a_profile_is_kept_with_what_storm_ran_and_only_while_keeping_is_on() -> None:
     memory = ProfileMemory(FRESH_S)
-    assert not memory.keep(UID, "inputs", {**BASELINE, "3": 2}, _profile(), T0)
-    assert len(memory) == 0
-    assert measured_units(_profile((1, 2, 2, 1))) == {"1": 1, "2": 2, "3": 2, "4": 1}
+    assert memory.keep(UID, "inputs", {**BASELINE, "3": 2}, _profile(), T0)
+    assert memory.recall(UID, "inputs", BASELINE, T0) is None  # Storm runs other executors now
+    assert len(memory) == 0  # and the unusable entry is gone
+    off = ProfileMemory(0.0)
+    assert not off.keep(UID, "inputs", BASELINE, _profile(), T0)
+    assert len(off) == 0
 
 
 def test_memory_is_one_entry_per_resource_and_drops_the_idle() -> None:

@@ -10,7 +10,7 @@ the kept profile is at most one interval old. What it depends on:
 * the resource (its uid: a resource deleted and created again under the same name starts afresh);
 * the spec fields that shape profiling (:func:`profiling_inputs`: ``metrics``, ``workers``, ``nimbus``,
   ``topologyName`` and the spouts' demand sources);
-* the executors that ran when it was measured (the profile's own units): Storm must run exactly
+* the executors Storm ran (as Nimbus reported them) when it was measured: Storm must run exactly
   those now.
 
 Anything else invalidates it: a pass that applies, resumes or holds a rebalance forgets it (the
@@ -51,16 +51,13 @@ def profiling_inputs(policy: Policy) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
 
-def measured_units(profile: MeasuredProfile) -> dict[str, int]:
-    """The executors each component ran while the profile was measured (its units)."""
-    return {c.id: c.units for c in profile.topology.components}
-
-
 @dataclass(frozen=True)
 class Entry:
     """A kept profile: what it depends on, when it was measured, and when it was last used."""
 
     inputs: str
+    #: The executors Storm ran when it was measured, by component.
+    running: Mapping[str, int]
     profile: MeasuredProfile
     measured_at: datetime
     used_at: datetime
@@ -71,11 +68,11 @@ def unusable(
 ) -> str | None:
     """Why ``entry`` cannot serve a pass at ``now`` on ``inputs`` with ``running`` executors (None: it can).
 
-    Usable ⇔ same inputs ∧ measured units = running executors ∧ 0 ≤ now − measured_at ≤ fresh_s.
+    Usable ⇔ same inputs ∧ same running executors ∧ 0 ≤ now − measured_at ≤ fresh_s.
     """
     if entry.inputs != inputs:
         return "the spec's profiling inputs changed"
-    if measured_units(entry.profile) != dict(running):
+    if dict(entry.running) != dict(running):
         return "Storm runs other executors than when it was measured"
     age = (now - entry.measured_at).total_seconds()
     if age < 0 or age > fresh_s:
@@ -135,14 +132,14 @@ class ProfileMemory:
     def keep(
         self, uid: str, inputs: str, running: Mapping[str, int], profile: MeasuredProfile, now: datetime
     ) -> bool:
-        """Keep ``profile``, measured at ``now``, when caching is on and it describes the ``running``
-        executors (a window that spans a change does not); else forget ``uid``'s. Whether it was kept."""
+        """Keep ``profile``, measured at ``now`` while Storm ran ``running``, when keeping is on (else
+        forget ``uid``'s). Whether it was kept."""
         with self._guard:
             self._sweep(now)
-            if self.fresh_s <= 0 or measured_units(profile) != dict(running):
+            if self.fresh_s <= 0:
                 self._entries.pop(uid, None)
                 return False
-            self._entries[uid] = Entry(inputs, profile, now, now)
+            self._entries[uid] = Entry(inputs, dict(running), profile, now, now)
             return True
 
     def forget(self, uid: str) -> None:
