@@ -173,6 +173,19 @@ def test_a_degraded_pass_forgets_the_profile() -> None:
     assert len(op.memory) == 0
 
 
+def test_a_published_profile_spec_is_never_refreshed_in_process() -> None:
+    op = Operator(world(), ProfileMemory(FRESH_S))
+    published = parse_spec(
+        {**policy(budget=0).spec.model_dump(by_alias=True, exclude_none=True)}
+        | {"metrics": {"prometheus": "http://prometheus:9090", "profile": "Published"}}
+    )
+    op.run(published, 0)
+    calls = op.w.profiler.calls
+    op.run(published, 40, cause="timer")
+    assert op.w.profiler.calls == calls
+    assert len(op.memory) == 0
+
+
 def test_freshness_zero_keeps_nothing() -> None:
     op = settled(ProfileMemory(0.0))
     assert len(op.memory) == 0

@@ -14,7 +14,7 @@ from stormscale.operator.book import Book, Outcome, Resource, units_text
 from stormscale.operator.decision import Need, Observation, ProfileFailure, PublishedRead, TopologyView
 from stormscale.operator.decision.placement import Running
 from stormscale.operator.kept_profiles import profiling_inputs
-from stormscale.operator.policy import PlacementKind, Policy
+from stormscale.operator.policy import PlacementKind, Policy, ProfileSource
 from stormscale.operator.ports import (
     MeasuredProfile,
     Ports,
@@ -190,10 +190,13 @@ def measure(
 
 def refresh_kept(observation: Observation, policy: Policy, ports: Ports) -> bool:
     """Measure to keep a profile at hand for the next spec change, when the kept one is missing or
-    ageing (:meth:`~stormscale.operator.ports.KeptProfiles.stale`); the status is left alone. Whether
+    ageing (:meth:`~stormscale.operator.ports.KeptProfiles.stale`); the status is left alone. Never
+    with ``metrics.profile: Published`` (its point is not to query Prometheus every interval). Whether
     a profile was measured (a failure forgets the kept one)."""
     kept, inputs, running = ports.kept, profiling_inputs(policy), observation.topology.executors
-    if kept is None or not kept.stale(inputs, running, observation.now):
+    if kept is None or policy.spec.metrics.profile is not ProfileSource.IN_PROCESS:
+        return False
+    if not kept.stale(inputs, running, observation.now):
         return False
     measured = _profile(policy, ports)
     if isinstance(measured, MeasuredProfile):
