@@ -145,6 +145,7 @@ def _rebalanced_elsewhere(op: Operator) -> dict[str, Any]:
         ("the metrics window changed", lambda op: op.run(windowed(2, "10m"), 25)),
         ("Storm runs other executors", _rebalanced_elsewhere),
     ],
+    ids=["older-than-the-bound", "another-uid", "metrics-window-changed", "other-executors"],
 )
 def test_each_invalidation_measures_afresh(change: str, then: Any) -> None:
     op = settled()
