@@ -37,11 +37,12 @@ Where the operator's extra time goes, per apply, from its log lines (the pass's 
 s`` gives when the handler started; the probe's lines the rest): Kopf (from the apply until the
 handler starts: kubectl, the API server, the watch, Kopf's 0.1 s batching window, a thread of its
 pool), the reads (the StormTopology, the Deployment and its HPAs, Nimbus's view of the topology),
-the profile (Prometheus queries over the 5 min window, the graph from Nimbus, the aggregation: in
-Manual mode too, the operator plans on a fresh profile), the plan (every strategy, the exact
-program included), the intent save (``status.pending`` before acting), and the scale call. The
-floor has the same Kopf part and the scale call only. (c) is no processing time: the operator
-rebalances with ``wait_secs`` 5 and looks again 15 s later.
+the profile (Prometheus queries over the 5 min window, the graph from Nimbus, the aggregation; none
+when the pass plans on the profile an earlier pass kept, docs/operator/design.md, "Profiles kept
+between passes": then the span is 0 and the table's last line counts those applies), the plan
+(every strategy, the exact program included), the intent save (``status.pending`` before acting),
+and the scale call. The floor has the same Kopf part and the scale call only. (c) is no processing
+time: the operator rebalances with ``wait_secs`` 5 and looks again 15 s later.
 
 **The dip** (``--dip``): the test bed (tests/harness/bed/stack.py) with the operator, the
 Kafka-fed JVM linear topology ``JVM_KAFKA_LINEAR`` (its load, 48 tuples/s, starts at deploy; bolt 3
@@ -262,9 +263,13 @@ def operator_spans(apply: Apply, passes: Sequence[fleet.Pass], calls: Sequence[C
         return {}
     handler = max(apply.started, ran.at - ran.took)
     before = [c for c in mine if c.end <= scale.start]
-    profile = next((c for c in reversed(before) if c.call == "profiler.profile"), None)
     intent = next((c for c in reversed(before) if c.call == "status.save"), None)
-    if profile is None or intent is None or profile.start < handler - LOG_RESOLUTION_S:
+    if intent is None:
+        return {}
+    profile = next((c for c in reversed(before) if c.call == "profiler.profile"), None)
+    if profile is None or profile.start < handler - LOG_RESOLUTION_S:
+        profile = kept_profile(before, handler, intent)
+    if profile is None:
         return {}
     marks = (
         apply.started,
@@ -277,6 +282,22 @@ def operator_spans(apply: Apply, passes: Sequence[fleet.Pass], calls: Sequence[C
         apply.scaled,
     )
     return dict(zip(OPERATOR_SPANS, (b - a for a, b in itertools.pairwise(marks)), strict=True))
+
+
+def kept_profile(before: Sequence[Call], handler: float, intent: Call) -> Call | None:
+    """A pass that planned on the profile an earlier pass kept makes no profiler call: its profile
+    span is empty, at the end of its last read (Deployment, Nimbus) before the intent save."""
+    reads = [
+        c
+        for c in before
+        if c.call.startswith(("deployments.", "nimbus."))
+        and handler - LOG_RESOLUTION_S <= c.start
+        and c.end <= intent.start
+    ]
+    if not reads:
+        return None
+    last = max(reads, key=lambda c: c.end)
+    return Call(last.namespace, last.name, "profiler.kept", last.end, last.end)
 
 
 def floor_spans(apply: Apply, calls: Sequence[Call]) -> dict[str, float]:
@@ -318,6 +339,8 @@ def spans_table(operator: Sequence[Mapping[str, float]], floor: Sequence[Mapping
         f"{1000 * percentile(total, 50):.0f} | {1000 * _mean(total):.0f} | "
         f"{1000 * percentile(floor_total, 50):.0f} | {1000 * _mean(floor_total):.0f} |"
     )
+    kept = sum(1 for r in operator if r.get("profile") == 0.0)
+    lines += ["", f"planned on a kept profile (no query): {kept} of {len(total)} applies broken down"]
     return "\n".join(lines)
 
 

@@ -103,6 +103,17 @@ def test_the_operator_s_and_the_floor_s_time_is_split_into_spans_that_add_up() -
     assert "| (a), applies broken down: 1 and 1 | 1130 | 1130 | 300 | 300 |" in table
 
 
+def test_a_pass_on_a_kept_profile_has_an_empty_profile_span_after_its_last_read() -> None:
+    kept = [line for line in LOG if "profiler.profile" not in line]
+    calls = [c for c in bench.parse_calls(kept) if c.namespace == "reaction-operator"]
+    passes = [fleet.Pass("t-000", T0 + 1.2, 0.95, "Ready False RebalanceRequested", "spec")]
+    spans = bench.operator_spans(apply("operator", 0, T0 + 1.13), passes, calls)
+    assert [round(v, 3) for v in spans.values()] == [0.25, 0.07, 0.0, 0.73, 0.02, 0.03, 0.03]
+    assert sum(spans.values()) == pytest.approx(1.13)
+    table = bench.spans_table([spans], [])
+    assert "planned on a kept profile (no query): 1 of 1 applies broken down" in table
+
+
 def test_the_probe_times_every_call_of_a_port(caplog: pytest.LogCaptureFixture) -> None:
     class Port:
         limit = 3

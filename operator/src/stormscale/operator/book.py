@@ -3,7 +3,7 @@ the outcome a pass returns (no decision here)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,6 +38,9 @@ class Outcome:
     retry_after: float | None = None
     #: Seconds the pass spent planning (every strategy for its budget); ``None``: it did not plan.
     plan_seconds: float | None = None
+    #: Run after the status is saved: measure to keep a profile at hand for the next spec change
+    #: (``observe.refresh_kept``; whether it measured). ``None``: nothing to refresh.
+    refresh: Callable[[], bool] | None = None
 
     @property
     def waiting(self) -> bool:

@@ -37,6 +37,7 @@ from stormscale.operator.adapters.nimbus import NimbusPort
 from stormscale.operator.adapters.profiler import prometheus_profiler
 from stormscale.operator.adapters.secrets import CredentialsUnavailableError, KubeSecrets, metrics_auth
 from stormscale.operator.endpoints import EndpointPolicy, EndpointPolicyError
+from stormscale.operator.kept_profiles import FRESHNESS_ENV, PassProfiles, ProfileMemory
 from stormscale.operator.metrics import OperatorMetrics, PassEnd, serve
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
 from stormscale.operator.ports import (
@@ -75,6 +76,10 @@ METRICS_LISTEN_ENV = "STORMSCALE_METRICS_LISTEN"
 PLACEMENT_TOKEN_ENV = "STORMSCALE_PLACEMENT_TOKEN_FILE"
 """A file holding the bearer token of the scheduler's placement endpoint (unset: no token is sent)."""
 METRICS = OperatorMetrics()
+PROFILES = ProfileMemory(fresh_s=INTERVAL_S)
+"""Each resource's last in-process profile, which a spec pass plans on while it is fresh (at most
+``STORMSCALE_PROFILE_FRESHNESS_SECONDS``, by default the timer interval; 0 turns it off)."""
+FRESHNESS_RANGE = (0.0, 3600.0)
 TIMER_STOP_POLL_S = 1.0
 """How often Kopf checks whether a deleted resource's timer pass has ended (then drops the finalizer)."""
 LOG = logging.getLogger("stormscale.operator")
@@ -237,6 +242,18 @@ def peering_lifetime(text: str) -> int:
     return seconds
 
 
+def profile_freshness(text: str) -> float:
+    """``STORMSCALE_PROFILE_FRESHNESS_SECONDS`` as seconds in :data:`FRESHNESS_RANGE`."""
+    low, high = FRESHNESS_RANGE
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"{FRESHNESS_ENV}={text!r}: not a number of seconds") from None
+    if not low <= seconds <= high:
+        raise ValueError(f"{FRESHNESS_ENV}={seconds:g}: not in [{low:g}, {high:g}]")
+    return seconds
+
+
 def set_peering(settings: kopf.OperatorSettings, identity: str | None, lifetime: str | None) -> None:
     """With an identity (peered replicas), Kopf's priority from it; without, Kopf's own (the command
     line's ``--priority`` or 0); with a lifetime, the keepalive's. Runs in the startup handler: after
@@ -262,6 +279,12 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         set_peering(settings, os.environ.get(PEERING_IDENTITY_ENV), os.environ.get(PEERING_LIFETIME_ENV))
     except ValueError as err:
         raise kopf.PermanentError(str(err)) from None
+    freshness = os.environ.get(FRESHNESS_ENV)
+    if freshness:
+        try:
+            PROFILES.fresh_s = profile_freshness(freshness)
+        except ValueError as err:
+            raise kopf.PermanentError(str(err)) from None
     redact_every_handler(logging.getLogger())  # Kopf configured its handlers before the startup handlers
     # Keep Kopf's bookkeeping in annotations: our status schema is strict and would refuse Kopf's fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
@@ -331,13 +354,14 @@ def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     ended = "gone"
     outcome: Outcome | None = None
     try:
-        outcome = _run_pass(body)
+        outcome = _run_pass(body, cause)
         ended = pass_end(outcome)
     except SupersededError as err:
         ended = "stopped"
         LOG.info("[%s/%s] %s pass stopped, nothing more done: %s", meta.namespace, meta.name, cause, err)
     except BaseException as err:
         ended = type(err).__name__
+        PROFILES.forget(str(meta.uid))
         raise
     finally:
         lock.release()
@@ -360,12 +384,13 @@ def pass_end(outcome: Outcome | None) -> str:
     return f"Ready {ready.status} {ready.reason}" if ready else "no Ready condition"
 
 
-def _run_pass(body: kopf.Body) -> Outcome | None:
-    namespace, name = str(body.metadata.namespace), str(body.metadata.name)
+def _run_pass(body: kopf.Body, cause: str = "spec") -> Outcome | None:
+    namespace, name, uid = str(body.metadata.namespace), str(body.metadata.name), str(body.metadata.uid)
     store = status_store()
     try:
         fresh = store.load(namespace, name)
     except GoneError:
+        PROFILES.forget(uid)
         return None  # deleted meanwhile: only a 404 says so
     except RefusedError as err:
         store.hold(namespace, name, body)  # its status save is conditional on the watch's version
@@ -393,13 +418,17 @@ def _run_pass(body: kopf.Body) -> Outcome | None:
         refused = endpoint_refusal(policy)
         if refused is not None:  # before any port is built: nothing is contacted
             return refuse(status, Reason.ENDPOINT_REFUSED, refused)
-        return reconcile_and_save(resource, policy, status, PORTS_FACTORY(policy, namespace, body), now)
+        kept = PassProfiles(PROFILES, uid, reuse=cause == "spec")
+        ports = dataclasses.replace(PORTS_FACTORY(policy, namespace, body), kept=kept)
+        return reconcile_and_save(resource, policy, status, ports, now)
     except CredentialsUnavailableError as err:
+        PROFILES.forget(uid)
         return refuse(status, Reason.CREDENTIALS_UNAVAILABLE, str(err))
     except (kopf.TemporaryError, SupersededError):
         raise
     except Exception as err:  # the error contract's last line: a condition and a log, not a bare traceback
         LOG.exception("[%s/%s] reconcile failed", namespace, name)
+        PROFILES.forget(uid)
         return refuse(status, Reason.INTERNAL_ERROR, f"{type(err).__name__}: {one_line(err)}")
 
 
@@ -457,10 +486,24 @@ def reconcile_and_save(
     resource: Resource, policy: Policy, status: StormTopologyStatus, ports: Ports, now: datetime
 ) -> Outcome:
     """One reconcile pass, then one save of its status (only what changed since the pass's own intent
-    save, if it made one), then its events."""
+    save, if it made one), then its events; then, when the topology runs its budget, the profile kept
+    for the next spec change is refreshed if it is missing or ageing (the status is already saved)."""
     deferred = DeferredEvents(ports.events)
     outcome = reconcile(resource, policy, status, dataclasses.replace(ports, events=deferred), now)
-    return _save(resource, outcome, ports.status, deferred)
+    saved = _save(resource, outcome, ports.status, deferred)
+    if outcome.refresh is not None:
+        _refresh(resource, outcome.refresh, ports)
+    return saved
+
+
+def _refresh(resource: Resource, refresh: Callable[[], bool], ports: Ports) -> None:
+    """Run ``refresh``; whatever goes wrong only forgets the kept profile (the pass is done)."""
+    try:
+        refresh()
+    except Exception:  # a kept profile is an optimisation: its failure is never the pass's
+        LOG.exception("[%s/%s] refreshing the kept profile failed", resource.namespace, resource.name)
+        if ports.kept is not None:
+            ports.kept.forget()
 
 
 def _save(

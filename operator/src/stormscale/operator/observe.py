@@ -13,7 +13,8 @@ from stormscale.operator import packing
 from stormscale.operator.book import Book, Outcome, Resource, units_text
 from stormscale.operator.decision import Need, Observation, ProfileFailure, PublishedRead, TopologyView
 from stormscale.operator.decision.placement import Running
-from stormscale.operator.policy import PlacementKind, Policy
+from stormscale.operator.kept_profiles import profiling_inputs
+from stormscale.operator.policy import PlacementKind, Policy, ProfileSource
 from stormscale.operator.ports import (
     MeasuredProfile,
     Ports,
@@ -173,7 +174,36 @@ def measure(
     one (or why it could not be measured)."""
     if need is Need.PUBLISHED:
         return dataclasses.replace(observation, published=_published(resource, ports))
-    return dataclasses.replace(observation, measured=_profile(policy, ports))
+    kept, inputs, running = ports.kept, profiling_inputs(policy), observation.topology.executors
+    if kept is not None:
+        recalled = kept.recall(inputs, running, observation.now)
+        if recalled is not None:
+            return dataclasses.replace(observation, measured=recalled)
+    measured = _profile(policy, ports)
+    if kept is not None:
+        if isinstance(measured, MeasuredProfile):
+            kept.keep(inputs, running, measured, observation.now)
+        else:
+            kept.forget()
+    return dataclasses.replace(observation, measured=measured)
+
+
+def refresh_kept(observation: Observation, policy: Policy, ports: Ports) -> bool:
+    """Measure to keep a profile at hand for the next spec change, when the kept one is missing or
+    ageing (:meth:`~stormscale.operator.ports.KeptProfiles.stale`); the status is left alone. Never
+    with ``metrics.profile: Published`` (its point is not to query Prometheus every interval). Whether
+    a profile was measured (a failure forgets the kept one)."""
+    kept, inputs, running = ports.kept, profiling_inputs(policy), observation.topology.executors
+    if kept is None or policy.spec.metrics.profile is not ProfileSource.IN_PROCESS:
+        return False
+    if not kept.stale(inputs, running, observation.now):
+        return False
+    measured = _profile(policy, ports)
+    if isinstance(measured, MeasuredProfile):
+        kept.keep(inputs, running, measured, observation.now)
+    else:
+        kept.forget()
+    return True
 
 
 def _published(resource: Resource, ports: Ports) -> PublishedRead:

@@ -159,6 +159,9 @@ class MeasuredProfile:
     #: Which demand the topology's spouts offer (``None``: the window's mean, as measured), e.g.
     #: ``demand p95 of 5m00s (30 steps of 10s): 23.4/s (mean 18.1/s)``; set by Auto's choice.
     demand_used: str | None = None
+    #: When a profile kept from an earlier pass was measured (``None``: measured in this pass, or
+    #: published: its window says when).
+    measured_at: datetime | None = None
 
 
 class WorkerDeployments(Protocol):
@@ -192,6 +195,24 @@ class Nimbus(Protocol):
 
 class Profiler(Protocol):
     def profile(self, topology: str, window_s: float) -> MeasuredProfile: ...
+
+
+class KeptProfiles(Protocol):
+    """The resource's profile kept between passes (:mod:`stormscale.operator.kept_profiles`): what a
+    pass may plan on instead of measuring, and what it keeps or forgets."""
+
+    def recall(self, inputs: str, running: Mapping[str, int], now: datetime) -> MeasuredProfile | None:
+        """The kept profile if this pass may plan on it (same ``inputs``, the ``running`` executors
+        measured, fresh enough), else ``None``."""
+
+    def keep(self, inputs: str, running: Mapping[str, int], profile: MeasuredProfile, now: datetime) -> None:
+        """Keep ``profile``, measured now with ``running`` executors."""
+
+    def forget(self) -> None:
+        """Drop the kept profile: the topology changes, or measuring failed."""
+
+    def stale(self, inputs: str, running: Mapping[str, int], now: datetime) -> bool:
+        """Whether the pass should measure to keep a profile at hand for the next spec change."""
 
 
 class PublishedProfiles(Protocol):
@@ -292,3 +313,5 @@ class Ports:
     published: PublishedProfiles
     #: Built from ``deployments`` and ``nimbus`` (:class:`stormscale.operator.realizer.StormRealizer`).
     realizer: Realizer
+    #: The profile kept between passes (``None``: every pass that needs a profile measures one).
+    kept: KeptProfiles | None = None

@@ -2,7 +2,9 @@
 
 observe (the worker Deployment, the topology) → decide → [measure → decide] → save the intent →
 realize → status and events. The decision (:func:`stormscale.operator.decision.decide`) is pure and
-says what to measure when it needs a profile, so a topology that runs its budget is never measured.
+says what to measure when it needs a profile, so a topology that runs its budget is not measured to
+decide; once its status is saved, such a pass may refresh the profile kept for the next spec change
+(``Outcome.refresh``, :mod:`stormscale.operator.kept_profiles`).
 The intent (``status.pending``) is saved before the first write, so the pass after a crash finishes
 it instead of planning anew; the realizer (``ports.realizer``) makes it run and reports how far it
 got, which the pass turns into conditions and events.
@@ -16,6 +18,7 @@ then acts on nothing more and saves nothing.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from datetime import datetime
@@ -30,6 +33,8 @@ from stormscale.operator.status import PROGRESSING, READY, PendingApply, Reason,
 __all__ = ["Outcome", "Resource", "degraded_pass", "reconcile"]
 
 LOG = logging.getLogger("stormscale.operator")
+#: Decisions after which the kept profile still describes the topology: nothing was changed.
+KEEPS_PROFILE = frozenset({Act.STABLE, Act.RECOMMEND})
 
 
 def reconcile(
@@ -73,6 +78,9 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         observation = observe.measure(decision.need, observation, resource, policy, ports)
         decision = _decide(observation, policy, st)
     _take(st, decision)
+    if ports.kept is not None and decision.act not in KEEPS_PROFILE:
+        ports.kept.forget()  # the topology is about to change, or something is wrong: measure afresh
+    refresh = functools.partial(observe.refresh_kept, observation, policy, ports)
     if decision.note:
         LOG.warning("[%s/%s] no sizing shown: %s", resource.namespace, resource.name, decision.note)
     act, budget = decision.act, decision.budget
@@ -83,7 +91,9 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         return st.settling(decision.message, RETRY_REBALANCE_S)
     if act is Act.STABLE:
         st.healthy()
-        return st.ready(Reason.STABLE, Reason.APPLIED, f"Budget {budget} is applied", decision.retry_after)
+        outcome = st.ready(Reason.STABLE, Reason.APPLIED, f"Budget {budget} is applied", decision.retry_after)
+        outcome.refresh = refresh
+        return outcome
     site = observe.site(resource, policy, st, seen)
 
     def check() -> None:
@@ -111,7 +121,10 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
         st.status.pending = again
         ports.status.save(resource.namespace, resource.name, st.status)
 
-    return _realized(st, budget, ports.realizer.realize(site, intent, record, check))
+    outcome = _realized(st, budget, ports.realizer.realize(site, intent, record, check))
+    if outcome.status.holds(READY):  # verified: Storm runs the new executors
+        outcome.refresh = refresh
+    return outcome
 
 
 def _decide(observation: Observation, policy: Policy, st: Book) -> Decision:

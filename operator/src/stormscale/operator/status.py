@@ -269,6 +269,9 @@ class PlanSummary(_Status):
     #: and the window the profile's samples span.
     profile_source: str | None = None
     profile_window: str | None = None
+    #: When the in-process profile was measured and how old it was when planned on (a spec change
+    #: plans on the profile an earlier pass kept, when it is fresh: :mod:`stormscale.operator.kept_profiles`).
+    profile_measured: str | None = None
     #: Auto: the demand the plan sizes for, e.g. ``demand p95 of 5m00s (30 steps of 10s): 23.4/s
     #: (mean 18.1/s)`` (``scaling.demandPercentile`` of the profile's per-step demand).
     demand: str | None = None

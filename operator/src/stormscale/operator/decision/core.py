@@ -385,7 +385,7 @@ def _plan(draft: _Draft, auto: AutoTarget, measured: MeasuredProfile | None) -> 
     status.observed = Observed(
         throughput=round(measured.throughput, 3),
         window=measured.window or policy.spec.metrics.window,
-        at=timestamp(seen.now),
+        at=timestamp(measured.measured_at or seen.now),
     )
     if unallocated:
         message = f"{unallocated} of {abs(delta)} units could not be used (maxUnits or no gain)"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from stormscale.operator.autoscale import SizedUnits
-from stormscale.operator.policy import Mode, Policy
+from stormscale.operator.policy import Mode, Policy, ProfileSource
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.status import PlanSummary, Predicted, SizingSummary, StormTopologyStatus, timestamp
 from stormscale.planner import Plan, Strategy, Topology, compare_strategies, make_plan, throughput
@@ -123,9 +123,22 @@ def plan_summary(
         at=timestamp(now),
         profile_source=None if measured is None else measured.source.value,
         profile_window=None if measured is None else measured.window,
+        profile_measured=profile_measured(measured, now),
         demand=None if measured is None else measured.demand_used,
         note=plan.note,
     )
+
+
+def profile_measured(measured: MeasuredProfile | None, now: datetime) -> str | None:
+    """When the in-process profile a plan rests on was measured, and how old it is at ``now``:
+    ``profile of <time>, measured in this pass`` or ``profile of <time>, <age> s old, kept from an
+    earlier pass`` (``None``: no profile, or the published one, whose window says when)."""
+    if measured is None or measured.source is not ProfileSource.IN_PROCESS:
+        return None
+    if measured.measured_at is None:
+        return f"profile of {timestamp(now)}, measured in this pass"
+    age = (now - measured.measured_at).total_seconds()
+    return f"profile of {timestamp(measured.measured_at)}, {age:.1f} s old, kept from an earlier pass"
 
 
 def strategy_plans(topology: Topology, delta: int, policy: Policy) -> dict[Strategy, Plan]:
@@ -189,5 +202,6 @@ def sized_plan_summary(
         at=timestamp(now),
         profile_source=None if measured is None else measured.source.value,
         profile_window=None if measured is None else measured.window,
+        profile_measured=profile_measured(measured, now),
         demand=None if measured is None else measured.demand_used,
     )
