@@ -53,6 +53,10 @@ ROUNDS_S = 10.0
 #: How long every worker runs before the delivered rebalance: more than a heartbeat's lag in the
 #: uptime Nimbus reports, so a kept worker's uptime after it exceeds the wait.
 SETTLED_UPTIME_S = 20.0
+#: How long the workers may take to run SETTLED_UPTIME_S together after (e): a rebalance whose conf
+#: carries the placement updates the topology's blobs, and on pods of two slots Storm 2.8.3 restarted
+#: a worker that exited (code 254) and was launched again only ~2 minutes later (seen in one run).
+SETTLE_S = 300.0
 #: executors: spout "1" 1, bolts "2" 2, "3" 2, "4" 1 (no ackers: the JVM linear shape sets none)
 OVERRIDES = {"topology.name": NAME, "c1.rate": 5, "c2.executors": 2, "c3.executors": 2, "topology.workers": 3}
 
@@ -226,7 +230,7 @@ def only_the_changed_worker_restarts(storm_cluster: StormCluster, host: list[str
     )
     wait_for(
         lambda: min(worker_uptimes(nimbus.topology_info(NAME)).values()) >= SETTLED_UPTIME_S,
-        PLACED_S,
+        SETTLE_S,
         f"every worker up for {SETTLED_UPTIME_S:.0f} s",
         every_s=1.0,
     )
