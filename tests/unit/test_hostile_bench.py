@@ -161,7 +161,7 @@ def test_each_target_fails_alone_and_the_table_says_so() -> None:
     assert "| none |" in rows[7]
 
 
-def test_every_behaviour_of_the_brief_is_there_and_the_hostile_names_are_distinct() -> None:
+def test_every_hostile_behaviour_is_there_and_the_names_are_distinct() -> None:
     assert len(bench.BEHAVIOURS) == 8
     names = {bench.hostile_name(b) for b in bench.BEHAVIOURS}
     assert len(names) == len(bench.BEHAVIOURS)
