@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import kopf
 from kubernetes import client, config
@@ -230,28 +230,34 @@ def peering_priority(identity: str) -> int:
     return 1 + int.from_bytes(digest[:4], "big") % (2**31 - 1)
 
 
+Seconds = TypeVar("Seconds", int, float)
+
+
+def bounded_setting(
+    name: str, text: str, convert: Callable[[str], Seconds], unit: str, bounds: tuple[Seconds, Seconds]
+) -> Seconds:
+    """An environment setting ``name`` read by ``convert`` (``unit`` names what it must be) and kept
+    within ``bounds``; ``ValueError`` naming the variable otherwise."""
+    low, high = bounds
+    try:
+        value = convert(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r}: not {unit}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name}={value:g}: not in [{low:g}, {high:g}]")
+    return value
+
+
 def peering_lifetime(text: str) -> int:
     """``STORMSCALE_PEERING_LIFETIME_SECONDS`` as whole seconds in :data:`PEERING_LIFETIME_RANGE`."""
-    low, high = PEERING_LIFETIME_RANGE
-    try:
-        seconds = int(text)
-    except ValueError:
-        raise ValueError(f"{PEERING_LIFETIME_ENV}={text!r}: not a whole number of seconds") from None
-    if not low <= seconds <= high:
-        raise ValueError(f"{PEERING_LIFETIME_ENV}={seconds}: not in [{low}, {high}]")
-    return seconds
+    return bounded_setting(
+        PEERING_LIFETIME_ENV, text, int, "a whole number of seconds", PEERING_LIFETIME_RANGE
+    )
 
 
 def profile_freshness(text: str) -> float:
     """``STORMSCALE_PROFILE_FRESHNESS_SECONDS`` as seconds in :data:`FRESHNESS_RANGE`."""
-    low, high = FRESHNESS_RANGE
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise ValueError(f"{FRESHNESS_ENV}={text!r}: not a number of seconds") from None
-    if not low <= seconds <= high:
-        raise ValueError(f"{FRESHNESS_ENV}={seconds:g}: not in [{low:g}, {high:g}]")
-    return seconds
+    return bounded_setting(FRESHNESS_ENV, text, float, "a number of seconds", FRESHNESS_RANGE)
 
 
 def set_peering(settings: kopf.OperatorSettings, identity: str | None, lifetime: str | None) -> None:
