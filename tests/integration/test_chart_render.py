@@ -102,3 +102,24 @@ def test_the_placement_token_is_mounted_from_its_secret_only_when_named(helm: Pa
     assert env["value"] == mount["mountPath"] + "/token"
     assert mount["readOnly"] is True
     assert volume["secret"] == {"secretName": "sched", "items": [{"key": "t", "path": "token"}]}
+
+
+def freshness_env(docs: list[dict[str, Any]]) -> str | None:
+    operator = next(d for d in docs if d["kind"] == "Deployment" and "exporter" not in d["metadata"]["name"])
+    env = operator["spec"]["template"]["spec"]["containers"][0]["env"]
+    return next((e["value"] for e in env if e["name"] == "STORMSCALE_PROFILE_FRESHNESS_SECONDS"), None)
+
+
+@pytest.mark.parametrize(("value", "env"), [("12.5", "12.5"), ("0", "0"), ("3600", "3600")])
+def test_a_fractional_profile_freshness_from_the_command_line_reaches_the_operator(
+    helm: Path, value: str, env: str
+) -> None:
+    """``--set`` passes ``12.5`` as a string: the schema takes a number's text as well as a number."""
+    assert freshness_env(render(helm, f"profileFreshnessSeconds={value}")) == env
+
+
+@pytest.mark.parametrize("value", ["3600.5", "4000", "-1", "abc", "1e3"])
+def test_a_profile_freshness_outside_0_to_3600_is_refused_by_the_schema(helm: Path, value: str) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        render(helm, f"profileFreshnessSeconds={value}")
+    assert "profileFreshnessSeconds" in refused.value.stderr
