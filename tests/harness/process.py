@@ -18,6 +18,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -156,6 +157,39 @@ class Daemon:
             self.proc.wait(timeout=grace_s)
         if self.spec.marker:
             kill_marked(self.spec.marker)
+
+
+class AlwaysRestarted:
+    """A daemon kept running as a container with ``restartPolicy: Always`` is: a watchdog thread starts
+    it again (same spec, so the same port) whenever it exits, after ``backoff_s``. ``restarts`` counts
+    them; :meth:`stop` ends the watchdog first, then the daemon."""
+
+    def __init__(self, spec: LaunchSpec, backoff_s: float = 1.0, every_s: float = POLL_S) -> None:
+        self.spec = spec
+        self.restarts = 0
+        self._backoff_s = backoff_s
+        self._every_s = every_s
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.daemon = Daemon(spec)
+        self._watchdog = threading.Thread(target=self._watch, name=f"restart {spec.name}", daemon=True)
+        self._watchdog.start()
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(self._every_s):
+            with self._lock:
+                if self._stopping.is_set() or self.daemon.exited() is None:
+                    continue
+                if self._stopping.wait(self._backoff_s):
+                    return
+                self.daemon = Daemon(self.spec)
+                self.restarts += 1
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        self._stopping.set()
+        with self._lock:
+            self.daemon.stop(grace_s)
+        self._watchdog.join(timeout=grace_s)
 
 
 def daemon_named(daemons: Sequence[Daemon], name: str, owner: str) -> Daemon:

@@ -45,7 +45,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._listoffsets import OffsetSpec  # confluent_kafka.admin's, not in its __all__
 
-from tests.harness.process import Daemon, LaunchSpec, free_port
+from tests.harness.process import AlwaysRestarted, LaunchSpec, free_port
 
 HELP_LINE = "A Kafka offsets exporter for Prometheus (kafka_exporter's names)."
 SCRAPE_TIMEOUT_S = 1.5
@@ -287,15 +287,19 @@ def healthy(url: str) -> bool:
 
 @contextlib.contextmanager
 def running_offsets_exporter(bootstrap: str, log: Path, timeout_s: float = READY_TIMEOUT_S) -> Iterator[str]:
-    """``python -m tests.harness.kafka.exporter`` on a free loopback port; its URL. Stopped on exit."""
+    """``python -m tests.harness.kafka.exporter`` on a free loopback port; its URL. Started again on the
+    same port whenever it exits, as Kubernetes restarts a Deployment's container (librdkafka can abort
+    the process on an assertion when the broker restarts under it); stopped on exit."""
     port = free_port()
     argv = [sys.executable, "-m", "tests.harness.kafka.exporter", "--bootstrap", bootstrap]
     argv += ["--listen", f"127.0.0.1:{port}"]
     log.parent.mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{port}"
-    exporter = Daemon(LaunchSpec("kafka offsets exporter", argv, dict(os.environ), Path.cwd(), log, log))
+    exporter = AlwaysRestarted(
+        LaunchSpec("kafka offsets exporter", argv, dict(os.environ), Path.cwd(), log, log)
+    )
     try:
-        exporter.wait_ready(lambda: healthy(url), timeout_s, f"{url}/healthz answers")
+        exporter.daemon.wait_ready(lambda: healthy(url), timeout_s, f"{url}/healthz answers")
         yield url
     finally:
         exporter.stop()
