@@ -55,7 +55,7 @@ class Answer:
     """A status and a body read whole (within the byte cap)."""
 
     status: int
-    body: bytes
+    body: bytes | bytearray
 
 
 @dataclass(frozen=True)

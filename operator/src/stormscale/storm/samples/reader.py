@@ -194,7 +194,7 @@ class Limits:
         )
 
 
-def parse(body: bytes) -> Any:
+def parse(body: bytes | bytearray) -> Any:
     """An answer's ``data.result`` (a shape that is not Prometheus's raises one of :data:`MALFORMED`)."""
     return json.loads(body)["data"]["result"]
 
