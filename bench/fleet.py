@@ -426,6 +426,7 @@ def start_operator(
         **os.environ,
         "KUBECONFIG": str(plane.kubeconfig),
         "STORMSCALE_INTERVAL_SECONDS": f"{interval_s:g}",
+        "MALLOC_ARENA_MAX": "2",  # as the chart's Deployment sets it
     }
     if threads is not None:
         env["STORMSCALE_WORKER_THREADS"] = str(threads)

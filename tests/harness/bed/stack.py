@@ -545,6 +545,7 @@ class Stack:
             "KUBECONFIG": str(self.plane.kubeconfig),
             "STORMSCALE_INTERVAL_SECONDS": "5",
             "STORMSCALE_METRICS_LISTEN": self.operator_metrics,
+            "MALLOC_ARENA_MAX": "2",  # as the chart's Deployment sets it
         }
         self._step(f"operator: kopf run (log {log})")
         operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))

@@ -4,7 +4,9 @@ tests/integration/test_published_profiles.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,13 +17,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from stormscale.aggregation import published
 from stormscale.aggregation.published import (
     MAX_BYTES,
+    MAX_DEPTH,
     PublishedError,
     configmap,
     configmap_name,
+    nesting_depth,
     owner_label,
     parse_published,
+    read_document,
 )
 from stormscale.planner import read_profile
 from stormscale.publish import cli
@@ -94,6 +100,67 @@ def test_a_profile_too_large_for_a_config_map_is_refused() -> None:
     huge = document() | {"confidence": {"steady": True, "notes": ["x" * MAX_BYTES]}}
     with pytest.raises(PublishedError, match="1 MiB"):
         body(document=huge)
+
+
+def depth_of(value: Any) -> int:
+    """The nesting of a parsed JSON value, counted on the value itself (the oracle)."""
+    if isinstance(value, dict):
+        return 1 + max((depth_of(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((depth_of(v) for v in value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0,
+        "[{",
+        [],
+        {"a": [1, 2, {"b": '[[[\\"]]'}]},
+        {"x": 'a\\"{', "y": ["\u00e9[", ["ü"]], "z": [[[]], {}]},
+        [[[[[[[["deep"]]]]]]]],
+        document(),
+    ],
+)
+def test_the_nesting_depth_is_the_documents_skipping_strings_and_escapes(value: Any) -> None:
+    assert nesting_depth(json.dumps(value)) == depth_of(value)
+    assert nesting_depth(json.dumps(value, ensure_ascii=False, indent=2)) == depth_of(value)
+
+
+def test_a_refused_profile_is_not_read_again_until_its_text_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published ConfigMap of ``[`` × 500,000 is read every pass: scanning it each time held the
+    interpreter, and every other tenant's pass waited (their p99 3.5× the baseline's)."""
+    reads: list[str] = []
+
+    def counted(raw: str, where: str) -> Any:
+        reads.append(where)
+        return read_document(raw, where)
+
+    monkeypatch.setattr(published, "read_document", counted)
+    hostile = body()["data"] | {"profile.json": "[" * 500_000}
+    refusals = []
+    for _ in range(3):
+        with pytest.raises(PublishedError, match="nested too deeply") as refused:
+            parse_published(hostile, "ns/hostile-profile")
+        refusals.append(str(refused.value))
+    assert reads == ["ns/hostile-profile"]
+    assert refusals == [refusals[0]] * 3
+    with pytest.raises(PublishedError, match="nested too deeply"):
+        parse_published(hostile, "ns/other-profile")  # its own message: read for it
+    assert parse_published(body()["data"], "ns/hostile-profile").document == document()  # mended: read
+    assert reads == ["ns/hostile-profile", "ns/other-profile", "ns/hostile-profile"]
+
+
+def test_the_refusals_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(published, "_REFUSALS", OrderedDict())
+    for i in range(published.REFUSALS_KEPT + 10):
+        with pytest.raises(PublishedError):
+            parse_published({"profile.json": "[" * (MAX_DEPTH + 1) + str(i)}, f"ns/t{i}-profile")
+    assert len(published._REFUSALS) == published.REFUSALS_KEPT
+    assert ("ns/t0-profile", hashlib.sha256(("[" * (MAX_DEPTH + 1) + "0").encode()).digest()) not in (
+        published._REFUSALS
+    )
 
 
 # --- the fleet job ---------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from stormscale.operator.reconcile import Outcome, Resource, degraded_pass, reco
 from stormscale.operator.status import READY, RETRY_WAITING_S, Reason, StatusError, StormTopologyStatus
 from stormscale.storm.client import NimbusClient
 from stormscale.storm.delivery import PlacementEndpoint
-from stormscale.storm.errors import RedactingFilter, one_line, redact
+from stormscale.storm.errors import RedactingFilter, forget_secrets, one_line, redact
 from stormscale.storm.model import Endpoint
 from stormscale.storm.samples.reader import CA_FILE_ENV
 
@@ -331,6 +331,16 @@ def _lock_for(uid: str) -> threading.Lock:
         return _LOCKS.setdefault(uid, threading.Lock())
 
 
+def forget_resource(namespace: str, name: str, uid: str) -> None:
+    """What the process kept for a deleted resource: its pass lock, its kept profile and the secret
+    values its messages were redacted of. Without this, each StormTopology ever created stayed in
+    memory until the operator restarted."""
+    with _LOCKS_GUARD:
+        _LOCKS.pop(uid, None)
+    PROFILES.forget(uid)
+    forget_secrets(f"{namespace}/{name}")
+
+
 def run_pass(body: kopf.Body, cause: str = "spec") -> None:
     """One reconcile pass on the resource as stored now.
 
@@ -530,6 +540,16 @@ def _save(
 def on_spec(*, body: kopf.Body, **_: Any) -> None:
     """A new or changed spec, or the operator restarted: reconcile now."""
     run_pass(body)
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL)
+async def on_event(*, type: str | None, body: kopf.Body, **_: Any) -> None:
+    """The watch's raw events: a ``DELETED`` one (the object is gone, finalizers done) forgets it. On
+    the event loop, not a worker thread: it only drops a few dictionary entries, and every watch
+    event of every resource comes here."""
+    if type == "DELETED":
+        meta = body.metadata
+        forget_resource(str(meta.namespace), str(meta.name), str(meta.uid))
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=INTERVAL_S, initial_delay=INTERVAL_S)

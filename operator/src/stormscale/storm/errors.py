@@ -63,6 +63,17 @@ def register_secrets(owner: str, values: Iterable[str]) -> None:
             _SECRETS.pop(owner, None)
 
 
+def forget_secrets(owner: str) -> None:
+    """Stop hiding what ``owner`` registered (its resource is deleted: nothing quotes them any more)."""
+    register_secrets(owner, ())
+
+
+def registered_owners() -> set[str]:
+    """Whose values are hidden now (the registry grows with the resources, and shrinks with them)."""
+    with _SECRETS_GUARD:
+        return set(_SECRETS)
+
+
 def _secret_values() -> list[str]:
     """Every registered value, longest first (a value holding another is hidden whole)."""
     with _SECRETS_GUARD:

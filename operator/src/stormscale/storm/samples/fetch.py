@@ -55,7 +55,7 @@ class Answer:
     """A status and a body read whole (within the byte cap)."""
 
     status: int
-    body: bytes
+    body: bytes | bytearray
 
 
 @dataclass(frozen=True)
@@ -167,20 +167,22 @@ def basic_auth(url: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
 
 
-def read_capped(response: http.client.HTTPResponse, max_bytes: int, cap: str) -> bytes:
+def read_capped(response: http.client.HTTPResponse, max_bytes: int, cap: str) -> bytearray:
     """The body, read a chunk at a time; past ``max_bytes`` :class:`AnswerTooLargeError` (a
     ``Content-Length`` over the cap is refused before any of the body is read)."""
     declared = response.getheader("Content-Length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         message = f"an answer of {int(declared):,} bytes is over the {max_bytes:,}-byte cap"
         raise AnswerTooLargeError(message, cap)
-    chunks, size = [], 0
+    # One buffer grown in place: past the allocator's mmap threshold its memory is the kernel's again
+    # the moment it is dropped (a refused answer's many small chunks stayed in the heap as RSS), and
+    # no join doubles it at the end.
+    body = bytearray()
     while chunk := response.read1(CHUNK_BYTES):
-        size += len(chunk)
-        if size > max_bytes:
+        if len(body) + len(chunk) > max_bytes:
             raise AnswerTooLargeError(f"an answer of over {max_bytes:,} bytes is over the byte cap", cap)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        body += chunk
+    return body
 
 
 def retry_after_s(value: str | None) -> float | None:
