@@ -68,7 +68,14 @@ build_image() {
     echo "$key" > "$stamp"
 }
 
+# tag_bookworm: the publisher's Dockerfile names its Debian release (python:3.11-slim-bookworm); the stand-in
+# is bookworm, so it carries that tag too
+tag_bookworm() {
+    buildah "${storage[@]}" inspect "$base-bookworm" >/dev/null 2>&1 || buildah "${storage[@]}" tag "$base" "$base-bookworm"
+}
+
 install_builder
 build_base
+tag_bookworm
 build_image stormscale/operator:0.1.0 Dockerfile
 build_image stormscale/publisher:0.1.0 spark/Dockerfile

@@ -30,7 +30,7 @@ from tests.harness.paths import REPO_ROOT
 
 IMAGE = "stormscale/operator:0.1.0"
 STORAGE = REPO_ROOT / ".cache" / "images"
-SECRETS_DIR = "/var/run/secrets/stormscale"
+SECRETS_DIR = "/run/secrets/stormscale"  # /run, not /var/run: that is a symlink in the image
 MODE_ENV = "STORMSCALE_BED_OPERATOR"
 
 
@@ -108,7 +108,10 @@ class OperatorRootfs:
         config = image_config(_buildah("inspect", "--type", "image", image))
         container = _buildah("from", "--pull-never", image)
         rootfs = Path(_buildah("mount", container))
-        (rootfs / SECRETS_DIR.lstrip("/")).mkdir(parents=True, exist_ok=True)  # the volume's mount point
+        mount_point = rootfs / SECRETS_DIR.lstrip("/")
+        if not mount_point.parent.resolve().is_relative_to(rootfs.resolve()):
+            raise ImageError(f"{SECRETS_DIR} leads out of the image's root filesystem (a symlink)")
+        mount_point.mkdir(parents=True, exist_ok=True)  # the volume's mount point, in the container only
         return cls(container, rootfs, config)
 
     def remove(self) -> None:
