@@ -61,8 +61,10 @@ lint: venv
 	$(BIN)/lint-imports
 
 ## test: set everything up, lint, and run every test (the fixtures build the test bed when missing): the
-## unit tests on both cores (pytest-xdist), then the real-stack tests one at a time; fails if either fails
-test: lint prometheus
+## unit tests on both cores (pytest-xdist), then the real-stack tests one at a time; fails if either fails.
+## The e2e bed runs the operator from its image (make image, cached by digest); STORMSCALE_BED_OPERATOR=venv
+## runs it from the virtual environment instead
+test: lint prometheus image
 	$(BIN)/python -m pytest -n 2 tests/unit; unit=$$?; \
 	$(BIN)/python -m pytest tests/e2e tests/integration; stack=$$?; \
 	exit $$(( unit != 0 ? unit : stack ))

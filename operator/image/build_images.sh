@@ -68,7 +68,30 @@ build_image() {
     echo "$key" > "$stamp"
 }
 
+# tag_bookworm: the publisher's Dockerfile names its Debian release (python:3.11-slim-bookworm) and installs a
+# JRE version that Debian ships from bookworm-security; the upstream image's apt sources list bookworm,
+# bookworm-updates and bookworm-security, so the stand-in under that tag is the base with those sources
+tag_bookworm() {
+    if buildah "${storage[@]}" inspect "$base-bookworm" >/dev/null 2>&1 \
+        && [[ -f $cache/bookworm.stamp && $(cat "$cache/bookworm.stamp") == "$(cat "$cache/base.stamp")-v1" ]]; then
+        echo "base $base-bookworm: up to date"; return
+    fi
+    local ctr mnt
+    ctr=$(buildah "${storage[@]}" from --pull-never "$base")
+    mnt=$(buildah "${storage[@]}" mount "$ctr")
+    rm -f "$mnt/etc/apt/sources.list"
+    printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm bookworm-updates' \
+        'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' '' \
+        'Types: deb' 'URIs: http://deb.debian.org/debian-security' 'Suites: bookworm-security' \
+        'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' \
+        > "$mnt/etc/apt/sources.list.d/debian.sources"
+    buildah "${storage[@]}" umount "$ctr" >/dev/null
+    buildah "${storage[@]}" commit --rm "$ctr" "$base-bookworm"
+    echo "$(cat "$cache/base.stamp")-v1" > "$cache/bookworm.stamp"
+}
+
 install_builder
 build_base
+tag_bookworm
 build_image stormscale/operator:0.1.0 Dockerfile
 build_image stormscale/publisher:0.1.0 spark/Dockerfile

@@ -36,6 +36,7 @@ from kubernetes import client, config
 from stormscale.operator.policy import millicores
 from stormscale.storm import NimbusClient
 from tests.harness.bed.measure import running_exporter
+from tests.harness.bed.operator_image import OperatorRootfs, from_image, image_argv, project_kubeconfig
 from tests.harness.kafka.broker import KafkaBroker
 from tests.harness.kafka.exporter import running_offsets_exporter
 from tests.harness.kafka.load import LoadGenerator, Schedule
@@ -534,19 +535,29 @@ class Stack:
     # --- the operator ------------------------------------------------------------------------------
 
     def start_operator(self) -> None:
-        """``kopf run`` of the operator's handlers, standalone, watching this namespace only."""
+        """``kopf run`` of the operator's handlers, standalone, watching this namespace only: from the
+        operator's image (read-only root, its user and entrypoint; :mod:`tests.harness.bed.operator_image`)
+        unless ``STORMSCALE_BED_OPERATOR=venv`` asks for the virtual environment."""
         port = free_port()
-        argv = [sys.executable, "-m", "kopf", "run", "-m", "stormscale.operator.handlers", "--standalone"]
-        argv += ["--namespace", self.namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
+        kopf_args = ["run", "-m", "stormscale.operator.handlers", "--standalone"]
+        kopf_args += ["--namespace", self.namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
         log = self.run_dir / "operator.log"
         self.operator_metrics = f"127.0.0.1:{free_port()}"
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(self.plane.kubeconfig),
+        settings = {
             "STORMSCALE_INTERVAL_SECONDS": "5",
             "STORMSCALE_METRICS_LISTEN": self.operator_metrics,
             "MALLOC_ARENA_MAX": "2",  # as the chart's Deployment sets it
         }
+        if from_image(os.environ):
+            mounted = OperatorRootfs.mount()
+            self._exit.callback(mounted.remove)
+            secrets = self.run_dir / "operator-secrets"
+            kubeconfig = project_kubeconfig(self.plane.kubeconfig, secrets, mounted.config.user)
+            argv = image_argv(mounted, secrets, kopf_args, {**settings, "KUBECONFIG": kubeconfig})
+            env = dict(os.environ)
+        else:
+            argv = [sys.executable, "-m", "kopf", *kopf_args]
+            env = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig), **settings}
         self._step(f"operator: kopf run (log {log})")
         operator = Daemon(LaunchSpec("operator", argv, env, REPO_ROOT, log, log))
         self._exit.callback(operator.stop, OPERATOR_STOP_GRACE_S)
