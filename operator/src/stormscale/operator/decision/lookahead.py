@@ -1,7 +1,8 @@
 """Auto's look-ahead: size for the largest demand forecast over ``[now, now + lead]``. Pure.
 
 The multi-level elasticity paper's proactive mode, ``L <- max forecast over [now, now + lead]``, for
-Auto (``autoscale.lookAhead``, off by default). The forecast is either
+Auto (``scaling.lookAhead``, off by default; the reconcile pass does not read it from the spec yet).
+The forecast is either
 
 * a least-squares line through the recent windows' demand (``Regression``), or
 * the user's schedule, a list of ``{offset, rate}`` steps from the schedule's start (``Schedule``);
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from stormscale.planner import ForecastSlot, forecast_max, linear_forecast
 
-#: Bounds of ``autoscale.lookAhead`` (the CRD's schema says the same).
+#: Bounds of ``scaling.lookAhead`` (the CRD's schema says the same).
 MAX_LEAD_S = 3600.0
 MIN_WINDOWS = 2
 MAX_WINDOWS = 60
@@ -30,7 +31,7 @@ DEFAULT_WINDOWS = 6
 
 
 class LookAheadError(ValueError):
-    """``autoscale.lookAhead`` is invalid; the message names the field."""
+    """``scaling.lookAhead`` is invalid; the message names the field."""
 
 
 class ForecastKind(enum.Enum):
@@ -50,7 +51,7 @@ class ScheduleStep:
 
 @dataclass(frozen=True)
 class LookAhead:
-    """``autoscale.lookAhead``: the lead, the forecast's kind, the windows a regression fits, the
+    """``scaling.lookAhead``: the lead, the forecast's kind, the windows a regression fits, the
     schedule (sorted by offset) and the largest rate a forecast may reach."""
 
     lead_s: float = DEFAULT_LEAD_S
@@ -71,45 +72,45 @@ class Forecast:
 def _number(raw: object, field: str, low: float, high: float) -> float:
     """``raw`` as a finite number in ``[low, high]``, or a :class:`LookAheadError` naming ``field``."""
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-        raise LookAheadError(f"autoscale.lookAhead.{field} must be a finite number, not {raw!r}")
+        raise LookAheadError(f"scaling.lookAhead.{field} must be a finite number, not {raw!r}")
     if not low <= raw <= high:
-        raise LookAheadError(f"autoscale.lookAhead.{field} must be within [{low:g}, {high:g}], not {raw:g}")
+        raise LookAheadError(f"scaling.lookAhead.{field} must be within [{low:g}, {high:g}], not {raw:g}")
     return float(raw)
 
 
 def _schedule(raw: object) -> tuple[ScheduleStep, ...]:
     """The schedule's steps sorted by offset; offsets are distinct."""
     if not isinstance(raw, list) or not raw:
-        raise LookAheadError("autoscale.lookAhead.schedule must be a non-empty list of {offset, rate}")
+        raise LookAheadError("scaling.lookAhead.schedule must be a non-empty list of {offset, rate}")
     steps = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, Mapping):
-            raise LookAheadError(f"autoscale.lookAhead.schedule[{i}] must be an object {{offset, rate}}")
+            raise LookAheadError(f"scaling.lookAhead.schedule[{i}] must be an object {{offset, rate}}")
         offset = _number(entry.get("offset"), f"schedule[{i}].offset", 0.0, 7 * 24 * 3600.0)
         rate = _number(entry.get("rate"), f"schedule[{i}].rate", 0.0, math.inf)
         steps.append(ScheduleStep(offset, rate))
     steps.sort(key=lambda s: s.offset_s)
     if len({s.offset_s for s in steps}) != len(steps):
-        raise LookAheadError("autoscale.lookAhead.schedule has two steps at the same offset")
+        raise LookAheadError("scaling.lookAhead.schedule has two steps at the same offset")
     return tuple(steps)
 
 
 def parse_look_ahead(raw: object) -> LookAhead | None:
-    """``autoscale.lookAhead`` as a :class:`LookAhead`; ``None`` (absent) keeps Auto reactive."""
+    """``scaling.lookAhead`` as a :class:`LookAhead`; ``None`` (absent) keeps Auto reactive."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise LookAheadError("autoscale.lookAhead must be an object")
+        raise LookAheadError("scaling.lookAhead must be an object")
     lead = _number(raw.get("lead", DEFAULT_LEAD_S), "lead", 1.0, MAX_LEAD_S)
     try:
         kind = ForecastKind(raw.get("forecast", ForecastKind.REGRESSION.value))
     except ValueError:
         raise LookAheadError(
-            f"autoscale.lookAhead.forecast must be Regression or Schedule, not {raw.get('forecast')!r}"
+            f"scaling.lookAhead.forecast must be Regression or Schedule, not {raw.get('forecast')!r}"
         ) from None
     windows = _number(raw.get("windows", DEFAULT_WINDOWS), "windows", MIN_WINDOWS, MAX_WINDOWS)
     if windows != int(windows):
-        raise LookAheadError(f"autoscale.lookAhead.windows must be an integer, not {windows:g}")
+        raise LookAheadError(f"scaling.lookAhead.windows must be an integer, not {windows:g}")
     max_rate = None if raw.get("maxRate") is None else _number(raw["maxRate"], "maxRate", 0.0, math.inf)
     schedule = _schedule(raw.get("schedule")) if kind is ForecastKind.SCHEDULE else ()
     return LookAhead(lead, kind, int(windows), schedule, max_rate)
