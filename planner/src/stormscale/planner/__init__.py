@@ -6,6 +6,7 @@ checks it).
 
 from stormscale.planner.demand import DemandDistribution, DemandStatistic, DemandUsed, at_demand
 from stormscale.planner.elasticity.model import Level
+from stormscale.planner.elasticity.signals import ForecastSlot, forecast_max, linear_forecast
 from stormscale.planner.elasticity.units import Choice, Provisioned, SlotPod, change_units
 from stormscale.planner.flow import FlowModel, FlowState, evaluate, throughput
 from stormscale.planner.model import Component, Kind, Topology, add_allocation
@@ -59,6 +60,7 @@ __all__ = [
     "DemandUsed",
     "FlowModel",
     "FlowState",
+    "ForecastSlot",
     "Kind",
     "Level",
     "MappingError",
@@ -87,7 +89,9 @@ __all__ = [
     "demand_distributions",
     "evaluate",
     "executor_loads",
+    "forecast_max",
     "is_finite_number",
+    "linear_forecast",
     "load_profile",
     "make_plan",
     "max_feasible_rate",
