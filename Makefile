@@ -62,11 +62,12 @@ lint: venv
 
 ## test: set everything up, lint, and run every test (the fixtures build the test bed when missing): the
 ## unit tests on both cores (pytest-xdist), then the real-stack tests one at a time; fails if either fails.
-## The e2e bed runs the operator from its image (make image, cached by digest); STORMSCALE_BED_OPERATOR=venv
-## runs it from the virtual environment instead
-test: lint prometheus image
+## The real-stack tests run the operator from its image (the operator's image built first, cached by digest);
+## the demo and the benchmarks run it from the virtual environment (STORMSCALE_BED_OPERATOR=image for the image)
+test: lint prometheus
+	IMAGES=operator $(MAKE) --no-print-directory image
 	$(BIN)/python -m pytest -n 2 tests/unit; unit=$$?; \
-	$(BIN)/python -m pytest tests/e2e tests/integration; stack=$$?; \
+	STORMSCALE_BED_OPERATOR=image $(BIN)/python -m pytest tests/e2e tests/integration; stack=$$?; \
 	exit $$(( unit != 0 ? unit : stack ))
 
 ## unit: only the fast tests (no Spark JVM, no test bed)
@@ -177,7 +178,7 @@ prometheus:
 ## engine, on a stand-in python:3.11-slim made from Debian packages (installs buildah and mmdebstrap, needs
 ## root; storage under .cache/images; rebuilt only when the Dockerfile or the files it copies change); docs/operator/images.md
 image:
-	nice -n 19 bash operator/image/build_images.sh
+	IMAGES="$(IMAGES)" nice -n 19 bash operator/image/build_images.sh
 
 ## storm-up: start ZooKeeper, Nimbus and SUPERVISORS Supervisors in the background (state under .run/storm)
 SUPERVISORS ?= 1

@@ -90,8 +90,22 @@ tag_bookworm() {
     echo "$(cat "$cache/base.stamp")-v1" > "$cache/bookworm.stamp"
 }
 
+# IMAGES: which to build, "operator publisher" (the default) or one of them (make test needs the operator's only)
+IMAGES=${IMAGES:-operator publisher}
+for name in $IMAGES; do
+    case "$name" in
+        operator|publisher) ;;
+        *) echo "IMAGES: unknown image '$name' (expected operator, publisher)" >&2; exit 2 ;;
+    esac
+done
+
 install_builder
 build_base
-tag_bookworm
-build_image stormscale/operator:0.1.0 Dockerfile
-build_image stormscale/publisher:0.1.0 spark/Dockerfile
+for name in $IMAGES; do
+    if [ "$name" = operator ]; then
+        build_image stormscale/operator:0.1.0 Dockerfile
+    else
+        tag_bookworm
+        build_image stormscale/publisher:0.1.0 spark/Dockerfile
+    fi
+done

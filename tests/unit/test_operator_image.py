@@ -31,8 +31,8 @@ INSPECT = json.dumps(
 )
 
 
-def test_the_image_is_the_default_and_venv_the_way_out() -> None:
-    assert from_image({})
+def test_the_image_is_asked_for_and_the_venv_is_the_default() -> None:
+    assert not from_image({})
     assert from_image({"STORMSCALE_BED_OPERATOR": "image"})
     assert not from_image({"STORMSCALE_BED_OPERATOR": "venv"})
     with pytest.raises(ValueError, match="STORMSCALE_BED_OPERATOR"):

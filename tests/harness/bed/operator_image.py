@@ -11,8 +11,9 @@ and runs the image's entrypoint in a private mount namespace:
 - ``chroot`` as the image's user (10001:10001) with the image's environment; the host's network (the
   API server, Prometheus and Nimbus answer on loopback).
 
-``STORMSCALE_BED_OPERATOR=venv`` runs ``kopf`` from the virtual environment instead (a developer's quick
-loop); the default is the image, and a missing image is an error, not a skip.
+``STORMSCALE_BED_OPERATOR=image`` asks for it (``make test`` sets it, after building the image); without it
+``kopf`` runs from the virtual environment (the demo, the benchmarks, a developer's quick loop). Asked for,
+a missing image is an error, not a skip.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ class ImageError(RuntimeError):
 
 
 def from_image(environ: Mapping[str, str]) -> bool:
-    """True unless ``STORMSCALE_BED_OPERATOR`` asks for the virtual environment (``venv``)."""
-    mode = environ.get(MODE_ENV, "image")
+    """True when ``STORMSCALE_BED_OPERATOR`` asks for the image (``image``); ``venv`` or unset: the
+    virtual environment."""
+    mode = environ.get(MODE_ENV, "venv")
     if mode not in ("image", "venv"):
         raise ValueError(f"{MODE_ENV}={mode!r}: expected 'image' or 'venv'")
     return mode == "image"

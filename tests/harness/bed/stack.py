@@ -537,7 +537,7 @@ class Stack:
     def start_operator(self) -> None:
         """``kopf run`` of the operator's handlers, standalone, watching this namespace only: from the
         operator's image (read-only root, its user and entrypoint; :mod:`tests.harness.bed.operator_image`)
-        unless ``STORMSCALE_BED_OPERATOR=venv`` asks for the virtual environment."""
+        when ``STORMSCALE_BED_OPERATOR=image`` asks for it, else from the virtual environment."""
         port = free_port()
         kopf_args = ["run", "-m", "stormscale.operator.handlers", "--standalone"]
         kopf_args += ["--namespace", self.namespace, "--liveness", f"http://127.0.0.1:{port}/healthz"]
