@@ -22,9 +22,15 @@ RUN sh operator/image/install.sh /opt/stormscale
 
 FROM ${PYTHON_IMAGE}
 COPY --from=build /opt/stormscale /opt/stormscale
+# The user has a name: Kopf names the operator's identity after it (getpass.getuser), which fails for a
+# uid without a passwd entry. USER covers a cluster that runs the pod under another uid (runAsUser).
+RUN groupadd --system --gid 10001 stormscale \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin stormscale
 ENV PATH=/opt/stormscale/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    USER=stormscale
 USER 10001:10001
 EXPOSE 8080
 ENTRYPOINT ["kopf"]
