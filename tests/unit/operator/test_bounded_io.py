@@ -32,6 +32,7 @@ from stormscale.storm.samples.reader import (
     MAX_POINTS_ENV,
     MAX_SERIES_ENV,
     PrometheusUnavailableError,
+    series_at_least,
 )
 from stormscale.storm.wire import (
     DEFAULT_MAX_ELEMENTS,
@@ -148,6 +149,27 @@ def test_too_many_series_or_points_are_refused_naming_the_cap(series: int, point
     assert cap in str(raised.value)
     with server(answering(matrix(10, 10))) as port:
         assert SampleReader(url(port), retries=0, limits=limits).read("t", WINDOW)
+
+
+def test_an_answer_surely_over_the_series_cap_is_refused_unparsed() -> None:
+    """Cut after its series, the body is no JSON: only a refusal before parsing names the series cap."""
+    limits = Limits(max_series=10)
+    truncated = matrix(21, 2)[:-3]
+    with server(answering(truncated)) as port, pytest.raises(PrometheusTooLargeError) as raised:
+        SampleReader(url(port), retries=0, limits=limits).read("t", WINDOW)
+    assert raised.value.cap == MAX_SERIES_ENV
+    assert "at least 11 series" in str(raised.value)
+
+
+def test_a_label_named_metric_does_not_count_as_a_series() -> None:
+    """Ten series, each with a label named ``metric``: twenty keys, within a ten-series cap."""
+    labels = [{"metric": f"m{i}", "component": f"c{i}", "executor": f"[{i}-{i}]"} for i in range(10)]
+    result = [{"metric": metric, "values": [[1, "1"]]} for metric in labels]
+    body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+    assert series_at_least(body) == 10
+    assert series_at_least(matrix(21, 2)) == 11
+    with server(answering(body)) as port:
+        assert SampleReader(url(port), retries=0, limits=Limits(max_series=10)).read("t", WINDOW)
 
 
 def test_an_answer_over_a_cap_is_degraded_metrics_too_large_naming_it() -> None:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import kopf
 from kubernetes import client, config
 
+from stormscale.aggregation import use_system_allocator
 from stormscale.operator.adapters.kube import (
     GROUP,
     PLURAL,
@@ -292,6 +293,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         except ValueError as err:
             raise kopf.PermanentError(str(err)) from None
     redact_every_handler(logging.getLogger())  # Kopf configured its handlers before the startup handlers
+    # The in-process profile's Arrow buffers come from malloc, whose freed memory MALLOC_ARENA_MAX bounds,
+    # not from mimalloc's per-thread pages (docs/operator/reference.md, "Memory").
+    LOG.info("Arrow's allocator: %s", use_system_allocator())
     # Keep Kopf's bookkeeping in annotations: our status schema is strict and would refuse Kopf's fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="stormscale.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(

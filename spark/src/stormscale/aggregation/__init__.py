@@ -9,7 +9,7 @@ This module is the public API; the operator imports nothing else of the package.
 """
 
 from stormscale.aggregation.aggregates import Aggregates, ComponentStats
-from stormscale.aggregation.local import profile_table, typed_profile_table
+from stormscale.aggregation.local import profile_table, typed_profile_table, use_system_allocator
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import write_profile
 from stormscale.aggregation.published import (
@@ -37,5 +37,6 @@ __all__ = [
     "parse_structure",
     "profile_table",
     "typed_profile_table",
+    "use_system_allocator",
     "write_profile",
 ]

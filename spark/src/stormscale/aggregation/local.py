@@ -8,7 +8,8 @@ input must fit, which is the limit the Spark job removes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,21 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 COMPONENT = ("topology", "component")
+#: Arrow's own variable naming its default allocator; where it is set, the user has chosen.
+ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def use_system_allocator(environ: Mapping[str, str] = os.environ) -> str:
+    """Arrow's buffers from the C library's ``malloc`` rather than the bundled mimalloc, unless
+    :data:`ARROW_POOL_ENV` names one; the allocator's name in use is returned.
+
+    For a long-running process that builds many small tables on a pool of threads (the operator's
+    passes): mimalloc keeps the pages each thread freed for that thread's next use, as RSS. Eighty
+    profiles on eight threads left 204 MiB with mimalloc and 161 MiB with ``malloc`` (both with
+    ``MALLOC_ARENA_MAX=2``); the small tables are not measurably slower."""
+    if ARROW_POOL_ENV not in environ:
+        pa.set_memory_pool(pa.system_memory_pool())
+    return pa.default_memory_pool().backend_name
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,33 @@ def parse(body: bytes | bytearray) -> Any:
     return json.loads(body)["data"]["result"]
 
 
+#: The key every series of a Prometheus answer has once; a label may have the same name, no more.
+SERIES_KEY = b'"metric":'
+
+
+def series_at_least(body: bytes | bytearray) -> int:
+    """How many series ``body`` holds at least, counted without parsing it (parsing holds about three
+    times an answer's size as objects: 100,000 series cost the operator 80 MiB before the series cap
+    refused them).
+
+    Every series has one ``"metric"`` key, and at most one of its labels has that name; a JSON
+    string cannot hold an unescaped quote, so the bytes ``"metric":`` occur only as keys:
+    ``series ≥ ⌈count / 2⌉``. A body that spaces its keys differently counts fewer, never more, and
+    is still checked exactly once parsed (:func:`check_result`)."""
+    return -(-body.count(SERIES_KEY) // 2)
+
+
+def check_unparsed(body: bytes | bytearray, limits: Limits) -> None:
+    """:class:`PrometheusTooLargeError` before parsing where ``body`` surely holds more series than the
+    cap (:func:`series_at_least`)."""
+    least = series_at_least(body)
+    if least > limits.max_series:
+        raise PrometheusTooLargeError(
+            f"at least {least:,} series, over the {limits.max_series:,}-series cap ({MAX_SERIES_ENV})",
+            MAX_SERIES_ENV,
+        )
+
+
 def check_result(result: Any, limits: Limits) -> list[Mapping[str, Any]]:
     """``result`` (an answer's ``data.result``) if it is a list within ``limits``' series and points
     per series; :class:`PrometheusTooLargeError` naming the cap otherwise (a shape that is not
@@ -287,6 +314,11 @@ class SampleReader:
         if answer.status != 200:
             kind = PrometheusUnavailableError if answer.status in RETRYABLE_STATUS else PrometheusError
             raise kind(f"Prometheus {self.where} answered {answer.status} to {promql!r}")
+        try:
+            check_unparsed(answer.body, self.limits)
+        except PrometheusTooLargeError as err:
+            message = f"Prometheus {self.where}: answer to {promql!r} refused: {err}"
+            raise PrometheusTooLargeError(one_line(redact(message)), err.cap) from None
         return self._call(promql, lambda: check_result(parse(answer.body), self.limits))
 
     def _range(self, promql: str, window: Window) -> list[Mapping[str, Any]]:
