@@ -25,9 +25,8 @@ import requests
 
 from stormscale.samples import write_parquet
 from stormscale.storm import NimbusClient
-from stormscale.storm.model import Kind
+from stormscale.storm.samples.export import structure_document
 from stormscale.storm.samples.reader import SampleReader, Window
-from stormscale.storm.stats import tasks_per_component
 from tests.harness.process import Daemon, DaemonError, LaunchSpec, free_port
 from tests.harness.storm.daemons import StormEndpoints
 from tests.harness.waiting import wait_for
@@ -149,23 +148,6 @@ def write_samples(prometheus_url: str, topology: str, window: Window, out: Path)
     rows = SampleReader(prometheus_url).read(topology, window)
     write_parquet(rows, out)
     return len(rows)
-
-
-def structure_document(nimbus: NimbusClient, name: str) -> dict[str, Any]:
-    """The aggregation's structure (docs/formats/samples.md) of running topology ``name``, from Nimbus."""
-    summary = nimbus.topology(name)
-    if summary is None:
-        raise DaemonError(f"topology {name} is not running")
-    graph = nimbus.structure(summary.id)
-    tasks = tasks_per_component(nimbus.topology_info(name))
-    components: list[dict[str, Any]] = []
-    for cid, spec in sorted(graph.components.items()):
-        kind = "spout" if spec.kind is Kind.SPOUT else "bolt"
-        component: dict[str, Any] = {"id": cid, "kind": kind, "children": list(graph.children(cid))}
-        if cid in tasks:  # absent until Nimbus has assigned the topology's executors
-            component["tasks"] = tasks[cid]
-        components.append(component)
-    return {"topology": name, "components": components}
 
 
 def write_structure(nimbus: NimbusClient, name: str, out: Path) -> Path:

@@ -34,7 +34,13 @@ from stormscale.aggregation.aggregates import (
 )
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profiles
-from stormscale.aggregation.schema import TOPOLOGY_GAUGES, USED, AggregationError, check_columns
+from stormscale.aggregation.schema import (
+    TOPOLOGY_GAUGES,
+    USED,
+    AggregationError,
+    check_columns,
+    parquet_files,
+)
 from stormscale.aggregation.structure import Structure
 from stormscale.planner import Profile, read_profile
 from stormscale.samples.names import (
@@ -111,7 +117,7 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     import pyarrow.dataset as pds  # noqa: PLC0415
 
     try:
-        dataset = pds.dataset(list(paths), format="parquet")
+        dataset = pds.dataset(parquet_files(paths), format="parquet")
     except (OSError, pa.ArrowInvalid) as err:
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
     check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)

@@ -9,7 +9,8 @@ reject the same malformed inputs with the same one-line messages.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from stormscale.samples.names import (
     BUSY,
@@ -34,6 +35,30 @@ class AggregationError(ValueError):
 class UnsettledWindowError(AggregationError):
     """Too few steady intervals follow a change the samples show (a rebalance, a restarted worker):
     nothing is wrong with the input, the window has not yet got past the change and its settling."""
+
+
+def parquet_files(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each local directory replaced by the Parquet files under it, at any depth and
+    sorted (``topology=<name>/hour=<…>/`` partitions included); URLs (``s3://…``) and files are kept.
+
+    Every engine then reads the same files and only the contract's columns: a directory's
+    ``key=value`` names are not turned into columns. Names starting with ``.`` or ``_`` are skipped
+    (a file being written, Spark's ``_SUCCESS``); a directory without Parquet files is an error."""
+    files: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if "://" in raw or not path.is_dir():
+            files.append(raw)
+            continue
+        found = sorted(
+            str(f)
+            for f in path.rglob("*.parquet")
+            if f.is_file() and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts)
+        )
+        if not found:
+            raise AggregationError(f"samples: no Parquet files under {raw}")
+        files.extend(found)
+    return files
 
 
 #: Metrics the estimators read; the others are ignored.

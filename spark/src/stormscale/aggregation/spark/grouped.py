@@ -29,14 +29,14 @@ from pyspark.sql import SparkSession
 from stormscale.aggregation import local
 from stormscale.aggregation.aggregates import Aggregates
 from stormscale.aggregation.params import Params
-from stormscale.aggregation.schema import AggregationError, check_columns
+from stormscale.aggregation.schema import AggregationError, check_columns, parquet_files
 
 
 def checked_rows(paths: Sequence[str]) -> int:
     """Rows in the Parquet files at ``paths``, their columns checked against the contract (on the
     driver, from the footers alone, so that bad input fails before any task runs)."""
     try:
-        dataset = pds.dataset(list(paths), format="parquet")
+        dataset = pds.dataset(parquet_files(paths), format="parquet")
         rows = int(sum(f.metadata.num_rows for f in dataset.get_fragments()))
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
         hint = (

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from stormscale.aggregation.aggregates import Aggregates, ComponentStats, EdgeStats, WindowStats, from_row
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profiles
-from stormscale.aggregation.schema import AggregationError, check_columns
+from stormscale.aggregation.schema import AggregationError, check_columns, parquet_files
 from stormscale.aggregation.spark import estimators as est
 from stormscale.aggregation.spark.types import SAMPLE_SCHEMA
 from stormscale.aggregation.structure import Structure
@@ -57,8 +57,9 @@ def session(
 
 def read_samples(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     """The samples at ``paths`` (Parquet files or directories), checked against the contract."""
+    files = parquet_files(paths)
     try:
-        frame = spark.read.parquet(*paths)
+        frame = spark.read.parquet(*files)
         columns = frame.dtypes
     except Exception as err:  # any failure to open or read the footers: missing path, not Parquet
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {_first_line(err)}") from None
