@@ -219,3 +219,69 @@ def test_every_crd_schema_node_holds_only_schema_keywords() -> None:
             for version in document["spec"]["versions"]:
                 schema = version["schema"]["openAPIV3Schema"]
                 assert schema_problems(schema) == [], f"{path.name} {version['name']}"
+
+
+EXPORT = (
+    "samplesExport.enabled=true",
+    "samplesExport.prometheus=http://prometheus.monitoring:9090",
+    "samplesExport.nimbus=nimbus.storm:6627",
+    "samplesExport.volume.persistentVolumeClaim.claimName=storm-samples",
+)
+
+
+def cron_container(manifests: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    job = next(
+        d
+        for d in manifests
+        if d["kind"] == "CronJob" and d["metadata"]["labels"]["app.kubernetes.io/component"] == component
+    )
+    pod: dict[str, Any] = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return {**pod["containers"][0], "volumes": pod["volumes"]}
+
+
+def test_the_samples_are_exported_on_a_schedule_to_the_volume_the_publisher_reads() -> None:
+    manifests = render(*EXPORT, "publisher.enabled=true")
+    export = cron_container(manifests, "samples-export")
+    assert export["command"] == ["stormscale-samples-export"]
+    assert "--prometheus=http://prometheus.monitoring:9090" in export["args"]
+    assert "--nimbus=nimbus.storm:6627" in export["args"]
+    assert "--root=/samples" in export["args"]
+    assert "--retention=48h" in export["args"]
+    claim = {"name": "samples", "persistentVolumeClaim": {"claimName": "storm-samples"}}
+    assert claim in export["volumes"]
+    publisher = cron_container(manifests, "publisher")
+    assert publisher["args"][:3] == ["--samples", "/samples", "--structure=/samples/structures"]
+    assert {"name": "samples", "mountPath": "/samples", "readOnly": True} in publisher["volumeMounts"]
+    assert claim in publisher["volumes"]
+
+
+def test_the_publisher_s_own_samples_win_over_the_export() -> None:
+    publisher = cron_container(
+        render(
+            *EXPORT,
+            "publisher.enabled=true",
+            "publisher.samples={s3://bucket/samples}",
+            "publisher.structures=/s",
+        ),
+        "publisher",
+    )
+    assert publisher["args"][:3] == ["--samples", "s3://bucket/samples", "--structure=/s"]
+
+
+@pytest.mark.parametrize(
+    ("missing", "says"),
+    [(1, "samplesExport.prometheus"), (2, "samplesExport.nimbus"), (3, "samplesExport.volume")],
+)
+def test_an_export_without_its_endpoints_or_volume_is_refused_naming_the_value(
+    missing: int, says: str
+) -> None:
+    values = [v for i, v in enumerate(EXPORT) if i != missing]
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        render(*values)
+    assert says in failed.value.stderr
+
+
+def test_a_bad_retention_is_refused_by_the_schema() -> None:
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        render(*EXPORT, "samplesExport.retention=1w")
+    assert "retention" in failed.value.stderr
