@@ -25,6 +25,7 @@ machine is shared: it would otherwise take the others' memory), and the table sa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -32,6 +33,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,14 +47,23 @@ from stormscale.aggregation import engines
 from stormscale.aggregation.params import Params
 from stormscale.aggregation.profiles import profile_results
 from stormscale.aggregation.structure import load_structure
+from tests.harness.spark.standalone import standalone_cluster
 from tests.synthetic import samples as synthetic
 
 OUT = Path(__file__).parent / "out"
 DATA = OUT / "fleet"
 TOPOLOGIES = 1000
 HOURS = (1, 6, 24)
-ENGINES = ("spark-grouped", "spark", "local")
-NAMES = {"spark-grouped": "spark grouped", "spark": "spark DataFrame", "local": "single process"}
+STANDALONE = "spark-grouped-standalone"
+ENGINES = ("spark-grouped", STANDALONE, "spark", "local")
+NAMES = {
+    "spark-grouped": "spark grouped",
+    STANDALONE: "grouped, standalone",
+    "spark": "spark DataFrame",
+    "local": "single process",
+}
+#: The master a measured child uses for ``STANDALONE``: the cluster the parent started.
+MASTER_ENV = "STORMSCALE_BENCH_SPARK_MASTER"
 SPARK_CONF = {"spark.driver.memory": "3g"}
 #: Topologies generated at once before their rows are split by hour (one row group per hour file).
 BATCH = 16
@@ -152,10 +163,11 @@ def measure(engine: str, hours: int, directory: Path, partitions: int) -> dict[s
     else:
         from stormscale.aggregation.spark import job
 
-        spark = job.session("local[2]", partitions, app="bench-fleet", conf=SPARK_CONF)
+        master = os.environ[MASTER_ENV] if engine == STANDALONE else "local[2]"
+        spark = job.session(master, partitions, app="bench-fleet", conf=SPARK_CONF)
         pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
         begin, cpu = time.perf_counter(), -tree_cpu_s(os.getpid())
-        aggregates = engines.aggregate(paths, names, params, engine=engine)
+        aggregates = engines.aggregate(paths, names, params, engine=engine.removesuffix("-standalone"))
     results = profile_results(specs, aggregates, params)
     seconds = time.perf_counter() - begin
     cpu += tree_cpu_s(os.getpid())
@@ -218,15 +230,26 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argparse.Namespace) -> Result:
+def run_engine(
+    engine: str,
+    hours: int,
+    directory: Path,
+    rows: int,
+    args: argparse.Namespace,
+    *,
+    cluster: Sequence[int] = (),
+) -> Result:
+    """One engine in a fresh child; ``cluster``: the pids of a standalone cluster's daemons, whose
+    executors' CPU and memory count with the child's (they are not its descendants)."""
     partitions = args.shuffle_partitions or max(8, math.ceil(rows / ROWS_PER_PARTITION))
     measure_args = [engine, str(hours), str(partitions), str(directory)]
     command = [sys.executable, "-m", "bench.fleet_spark", "--measure", *measure_args]
+    cluster_cpu = -sum(tree_cpu_s(pid) for pid in cluster)
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     begin, peak, stopped = time.monotonic(), 0.0, None
     while child.poll() is None:
         time.sleep(0.5)
-        peak = max(peak, tree_rss_mb(child.pid))
+        peak = max(peak, tree_rss_mb(child.pid) + sum(tree_rss_mb(pid) for pid in cluster))
         if engine != "local":
             continue
         elapsed = time.monotonic() - begin
@@ -243,6 +266,7 @@ def run_engine(engine: str, hours: int, directory: Path, rows: int, args: argpar
         tail = err.strip().splitlines()[-1:] if err.strip() else [f"exit {child.returncode}"]
         return Result(hours, rows, engine, None, float("nan"), peak, 0, None, f"failed: {tail[0][:80]}")
     m = json.loads(out.strip().splitlines()[-1])
+    m["cpu"] += cluster_cpu + sum(tree_cpu_s(pid) for pid in cluster)
     if m["failed"]:
         print(f"  {engine}: topologies without a profile, e.g. {m['failed']}", flush=True)
     peak = max(m["peak_mb"], peak)
@@ -266,7 +290,7 @@ def table(results: list[Result]) -> str:
     hours, same run)."""
     head = (
         f"{'hours':>5} {'samples':>13} {'engine':<24} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} "
-        f"{'samples/s':>10} {'÷ single':>9} {'÷ DataFrame':>11} {'profiles':>8}  note"
+        f"{'samples/s':>10} {'÷ single':>9} {'÷ DataFrame':>11} {'÷ local[2]':>10} {'profiles':>8}  note"
     )
     lines = [head, "-" * len(head)]
     done = {(r.hours, r.engine): r.seconds for r in results if r.seconds}
@@ -282,7 +306,8 @@ def table(results: list[Result]) -> str:
         note = r.stopped or (f"{r.partitions} shuffle partitions" if r.partitions else "")
         lines.append(
             f"{r.hours:>5} {r.samples:>13,} {name:<24} {wall:>8} {r.cpu:>8.1f} {r.peak_mb:>11,.0f} "
-            f"{rate:>10} {ratio(r, 'local'):>9} {ratio(r, 'spark'):>11} {r.profiles:>8}  {note}"
+            f"{rate:>10} {ratio(r, 'local'):>9} {ratio(r, 'spark'):>11} {ratio(r, 'spark-grouped'):>10} "
+            f"{r.profiles:>8}  {note}"
         )
     return "\n".join(lines)
 
@@ -351,11 +376,23 @@ def main(argv: list[str] | None = None) -> int:
     generate(args.topologies, max(args.hours), args.data)
     print(f"samples ready in {time.perf_counter() - begin:.0f} s", flush=True)
     results: list[Result] = []
-    for hours in sorted(args.hours):
-        rows = rows_in(args.data, hours)
-        for engine in args.engines:
-            results.append(replace(run_engine(engine, hours, args.data, rows, args), label=args.label))
-            print(table(results[-1:]).splitlines()[-1], flush=True)
+    with contextlib.ExitStack() as stack:
+        cluster: list[int] = []
+        if STANDALONE in args.engines:
+            running = stack.enter_context(
+                standalone_cluster(OUT / "spark-standalone", workers=2, memory="2g")
+            )
+            os.environ[MASTER_ENV] = running.master_url
+            cluster = [d.pid for d in running.daemons]
+            print(f"standalone cluster: {running.master_url}, 2 workers of 1 core", flush=True)
+        for hours in sorted(args.hours):
+            rows = rows_in(args.data, hours)
+            for engine in args.engines:
+                found = run_engine(
+                    engine, hours, args.data, rows, args, cluster=cluster if engine == STANDALONE else ()
+                )
+                results.append(replace(found, label=args.label))
+                print(table(results[-1:]).splitlines()[-1], flush=True)
     print()
     print(table(results))
     if args.save:
