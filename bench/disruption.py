@@ -11,11 +11,14 @@ Nimbus, Kafka, Prometheus, the operator), and in turn, each on worker pods of it
 * the Kafka-fed JVM linear topology (``JVM_KAFKA_LINEAR``: its 48 tuples/s load starts at deploy;
   bolt 3 is the bottleneck), and the JVM diamond (``JVM_DIAMOND``: its spout offers 120/s, branch 3
   holds it);
-* each two ways: **storm**, no placement: the rebalance leaves the layout to Storm's
-  ``DefaultScheduler``, which spreads the topology afresh; **stormscale**: ``workers.placement:
-  MultiLevel`` (one unit changes the layout that runs by one executor), delivered to the scheduler's
-  endpoint (``nimbus.placementPort``: the topology's conf is not touched, no blob changes), which
-  keeps every worker whose executors are unchanged on its slot.
+* each three ways: **storm**, no placement and ``stormscale.sticky: false`` in the topology's conf:
+  the rebalance leaves the layout to Storm's ``DefaultScheduler`` alone, which spreads the topology
+  afresh; **sticky**, no placement, what a StormTopology without ``workers.placement`` gets: the
+  scheduler puts every worker whose executors did not change back on its slot before
+  ``DefaultScheduler`` spreads the rest; **stormscale**: ``workers.placement: MultiLevel`` (one unit
+  changes the layout that runs by one executor), delivered to the scheduler's endpoint
+  (``nimbus.placementPort``: the topology's conf is not touched, no blob changes), which keeps every
+  worker whose executors are unchanged on its slot.
 
 For each: budget 0 applied and verified, the scenario's settling time and a minute more (a
 placement's first layout is a rebalance: both ways wait as long), ``--before`` seconds of the sink's
@@ -30,8 +33,8 @@ Printed per step:
 * apply → new steady rate: the first 5 s interval from which three in a row are within 10 % of the
   mean of the last 45 s.
 
-The ratio column is stormscale / storm of the same shape, same run: the machine is noisy, compare
-within a run.
+The ratio columns are sticky / storm and stormscale / storm of the same shape, same run: the machine
+is noisy, compare within a run.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ OUT = Path(__file__).parent / "out"
 NAMESPACE = "disruption"
 #: A 5 s interval below this share of the steady rate counts as the sink at zero.
 ZERO_SHARE = 0.05
-WAYS = ("storm", "stormscale")
+WAYS = ("storm", "sticky", "stormscale")
+#: The topology conf that leaves a topology without a placement to Storm's DefaultScheduler alone.
+NOT_STICKY = {"stormscale.sticky": False}
 #: After budget 0 is applied, beyond the scenario's settling time: the operator's steady intervals.
 STEADY_S = 60.0
 
@@ -158,21 +163,20 @@ def _ratio(ours: float | None, theirs: float | None) -> str:
 
 
 def table(steps: Sequence[Step]) -> str:
-    """One Markdown table per shape: storm, stormscale, and their ratio per figure."""
+    """One Markdown table per shape: storm, sticky, stormscale, and each over storm per figure."""
     out: list[str] = []
     for shape in dict.fromkeys(s.shape for s in steps):
         by_way = {s.way: s.figures() for s in steps if s.shape == shape}
-        storm, ours = by_way.get("storm", {}), by_way.get("stormscale", {})
+        storm, sticky, ours = (by_way.get(way, {}) for way in WAYS)
         out += [
             f"\n{shape}, budget 0 → 1\n",
-            "| figure | storm | stormscale | stormscale / storm |",
-            "|---|---|---|---|",
+            "| figure | storm | sticky | stormscale | sticky / storm | stormscale / storm |",
+            "|---|---|---|---|---|---|",
         ]
         for label, key, unit, digits in ROWS:
-            out.append(
-                f"| {label} | {_num(storm.get(key), unit, digits)} | {_num(ours.get(key), unit, digits)} "
-                f"| {_ratio(ours.get(key), storm.get(key))} |"
-            )
+            cells = [_num(way.get(key), unit, digits) for way in (storm, sticky, ours)]
+            ratios = [_ratio(way.get(key), storm.get(key)) for way in (sticky, ours)]
+            out.append(f"| {label} | {' | '.join(cells)} | {' | '.join(ratios)} |")
     return "\n".join(out)
 
 
@@ -272,7 +276,9 @@ def scenarios() -> list[tuple[str, Any]]:
             name = f"dis-{short}-{way}"
             placed = "MultiLevel" if way == "stormscale" else ""
             topic = name if base.source == "kafka" else ""
-            out.append((way, dataclasses.replace(base, name=name, topic=topic, placement=placed)))
+            conf = {**base.storm_conf, **NOT_STICKY} if way == "storm" else base.storm_conf
+            scenario = dataclasses.replace(base, name=name, topic=topic, placement=placed, storm_conf=conf)
+            out.append((way, scenario))
     return out
 
 

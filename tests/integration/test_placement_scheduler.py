@@ -12,7 +12,8 @@ hostname as its IP), and a JVM linear topology (1 -> 2 -> 3 -> 4) goes through, 
     of one bolt: only the worker holding that bolt restarts, the two others keep running;
 (d) a rebalance whose placement does not cover the executors: one log line, DefaultScheduler runs it,
     Nimbus stays up;
-(c) a topology without a placement: DefaultScheduler, as before.
+(c) a topology without a placement: DefaultScheduler, as before; a rebalance of one bolt restarts
+    only that bolt's worker (the scheduler keeps the others on their slots).
 """
 
 from __future__ import annotations
@@ -301,19 +302,44 @@ def assert_waits(nimbus: NimbusClient, reason: str) -> None:
 
 
 def runs_by_default(cluster: StormCluster) -> None:
-    """A topology without a placement runs on one worker, every executor assigned, no status of ours."""
+    """A topology without a placement: DefaultScheduler spreads it over its 4 workers, no status of
+    ours. Then bolt "3" 1 -> 2 executors on 5 workers: the scheduler puts the workers whose executors
+    did not change back on their slots (their JVMs keep running) and DefaultScheduler gives bolt "3"'s
+    two new executors the other slots; only that worker restarts."""
     nimbus, plain = cluster.endpoints.nimbus(timeout_s=20), "it-placement-none"
-    submit(cluster.endpoints, "linear", {"topology.name": plain, "c1.rate": 5}, language="jvm")
+    props = {"topology.name": plain, "c1.rate": 5, "topology.workers": 4}
+    submit(cluster.endpoints, "linear", props, language="jvm")
     try:
         wait_for(
-            lambda: len(assigned(nimbus.topology_info(plain))) == 4,
-            PLACED_S,
-            "DefaultScheduler runs (c)",
+            lambda: (
+                len({(e.host, e.port) for e in nimbus.topology_info(plain).executors}) == 4
+                and min(worker_uptimes(nimbus.topology_info(plain)).values()) >= SETTLED_UPTIME_S
+            ),
+            SETTLE_S,
+            f"DefaultScheduler runs (c) and every worker up for {SETTLED_UPTIME_S:.0f} s",
             every_s=1.0,
         )
         info = nimbus.topology_info(plain)
-        assert len({(e.host, e.port) for e in info.executors}) == 1
+        assert len(assigned(info)) == 4
         assert info.sched_status == ""
         assert nimbus_log_lines(cluster, plain, f"no {PLACEMENT_KEY}; scheduled by DefaultScheduler")
+        slot_of = {e.component: (e.host, e.port) for e in info.executors if e.component != "__system"}
+        asked = time.monotonic()
+        nimbus.rebalance(plain, RebalanceRequest(workers=5, executors={"3": 2}))
+
+        def rebalanced() -> bool:
+            after = nimbus.topology_info(plain)
+            return sum(e.component == "3" for e in after.executors) == 2 and len(assigned(after)) == 5
+
+        wait_for(rebalanced, PLACED_S, "bolt 3 on two executors", every_s=1.0)
+        after = nimbus.topology_info(plain)
+        waited = time.monotonic() - asked
+        uptimes = worker_uptimes(after)
+        for component in ("1", "2", "4"):
+            executor = next(e for e in after.executors if e.component == component)
+            assert (executor.host, executor.port) == slot_of[component], (component, assigned(after))
+            assert uptimes[executor.host, executor.port] >= waited, (component, uptimes, waited)
+        assert all(uptimes[e.host, e.port] < waited for e in after.executors if e.component == "3"), uptimes
+        assert after.sched_status == ""
     finally:
         kill(cluster.endpoints, plain)

@@ -9,6 +9,7 @@ rebalance test runs last because it changes the topology.
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
 import threading
@@ -16,14 +17,20 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import requests
+from kubernetes.client import ApiClient as KubeClient
 from prometheus_api_client import PrometheusConnect
 from prometheus_client.parser import text_string_to_metric_families
 
+from stormscale.aggregation import parse_published
+from stormscale.operator import handlers
+from stormscale.publish import cli as publish_cli
+from stormscale.publish.kube import FleetApi
 from stormscale.samples import SCHEMA
 from stormscale.storm import NimbusClient, RebalanceRequest
 from stormscale.storm.exporter import names as n
@@ -32,10 +39,13 @@ from stormscale.storm.exporter.server import serve
 from stormscale.storm.model import ALL_TIME, TEN_MINUTES
 from stormscale.storm.samples.queries import QUERIES
 from tests.harness.bed.measure import running_exporter
+from tests.harness.kubernetes.control_plane import ControlPlane
+from tests.harness.kubernetes.fixtures import scratch_namespace
 from tests.harness.prometheus.server import Prometheus, StaticJob
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit
 from tests.harness.waiting import wait_for
+from tests.integration.test_operator_api import condition, deployment, get, operator
 
 pytestmark = pytest.mark.storm
 
@@ -255,6 +265,94 @@ def test_sample_reader_writes_exactly_the_samples_prometheus_returns(
     steps = sorted({r[0] for r in got})
     assert all(b - a == 5000 for a, b in itertools.pairwise(steps)), "no step missing inside the window"
     assert len(steps) >= 120 // 5, "the window is covered (the first step may precede the first scrape)"
+
+
+def test_the_scheduled_export_feeds_the_publisher_and_the_operator_plans_on_it(
+    topology: Topology,
+    *,
+    exporter: Exporter,
+    prometheus: Prometheus,
+    storm_cluster: StormCluster,
+    control_plane: ControlPlane,
+    kube_api: KubeClient,
+    stormtopology_crd: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Prometheus and Nimbus → ``stormscale-samples-export`` (partitions, structure) →
+    ``stormscale-publish`` (the ConfigMap) → the operator's plan on it (Recommend: the topology is
+    left as it is), nothing written by hand in between."""
+    time.sleep(max(0.0, exporter.scraped_since + 125 - time.time()))  # two full minutes of data
+    end, root = int(time.time()), tmp_path / "samples"
+    endpoints = storm_cluster.endpoints
+    argv = [sys.executable, "-m", "stormscale.storm.samples.export", "--prometheus", prometheus.url]
+    argv += ["--nimbus", f"{endpoints.host}:{endpoints.nimbus_port}", "--root", str(root)]
+    argv += ["--lookback", "2m", "--step", "5s", "--end", str(end)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    hours = sorted((root / f"topology={NAME}").glob("hour=*/samples.parquet"))
+    assert 1 <= len(hours) <= 2  # the window may straddle an hour
+    rows = [r for hour in hours for r in pq.read_table(hour).to_pylist()]
+    assert {r["topology"] for r in rows} == {NAME}
+    stamps = sorted({int(r["ts"].timestamp()) for r in rows})
+    assert end - 5 < stamps[-1] <= end  # the hour's steps reach the run's end
+    assert all(b - a == 5 for a, b in itertools.pairwise(stamps)), "no step missing across the hours"
+    structure = json.loads((root / "structures" / f"{NAME}.json").read_text())
+    assert [(c["id"], c["children"]) for c in structure["components"]] == [
+        ("1", ["2"]),
+        ("2", ["3"]),
+        ("3", ["4"]),
+        ("4", []),
+    ]
+    assert structure["components"][0]["tasks"] == PROPS["c1.tasks"]
+
+    with scratch_namespace(control_plane, "export") as namespace:
+        control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+        spec = {
+            "topologyName": NAME,
+            "nimbus": {"host": endpoints.host, "port": endpoints.nimbus_port},
+            "workers": {"deployment": "linear-workers"},
+            "metrics": {"prometheus": prometheus.url, "profile": "Published", "publishedMaxAge": "1h"},
+            "scaling": {"mode": "Recommend", "budget": 2},
+        }
+        stormtopology = {
+            "apiVersion": "stormscale.io/v1alpha1",
+            "kind": "StormTopology",
+            "metadata": {"name": "linear", "namespace": namespace},
+            "spec": spec,
+        }
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(stormtopology))
+        publish = ["--samples", str(root), "--structure", str(root / "structures"), "--namespace", namespace]
+        publish += ["--end", datetime.fromtimestamp(end + 1, UTC).isoformat(), "--window", "2m"]
+        published = publish_cli.main([*publish, "--engine", "local"], fleet=FleetApi(kube_api))
+        assert published == 0
+        profile = parse_published(get(control_plane, namespace, "configmap/linear-profile")["data"])
+        assert profile.document["confidence"]["steady"] is True
+        assert [c.id for c in profile.topology.components] == ["1", "2", "3", "4"]
+
+        monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+        monkeypatch.setattr(handlers, "_API", kube_api)
+        executors_before = {e.id for e in endpoints.nimbus().topology_info(NAME).executors}
+        with operator(namespace) as runner:
+            planned = wait_for(
+                lambda: (
+                    r
+                    if condition(r := get(control_plane, namespace), "Ready") == ("True", "Recommended")
+                    else None
+                ),
+                60,
+                "a recommendation on the published profile",
+            )
+        assert runner.exception is None
+        plan = planned["status"]["lastPlan"]
+        assert plan["profileSource"] == "Published"
+        assert (
+            plan["profileWindow"]
+            == get(control_plane, namespace, "configmap/linear-profile")["data"]["window"]
+        )
+        assert 1 <= sum(plan["allocation"].values()) <= 2  # a unit that adds nothing stays unallocated
+        assert plan["predicted"]["after"] > plan["predicted"]["before"] > 0
+        assert {e.id for e in endpoints.nimbus().topology_info(NAME).executors} == executors_before
 
 
 def test_scrapes_within_the_cache_interval_cost_one_read_of_nimbus(

@@ -51,9 +51,11 @@ def test_a_gone_worker_counts_as_restarted_and_the_ratio_is_ours_over_storm_s(tm
     ours = step("stormscale", 10.0, 1)
     del ours.workers_after["h3:1"]  # stopped by the step
     assert ours.restarts() == (4, 2, 1)
-    text = bench.table([step("storm", 40.0, 4), ours])
-    assert "| tuples lost, ∫ (steady − rate)⁺ dt | 400 tuples | 100 tuples | 0.25 |" in text
-    assert "| seconds with the sink at zero | 40 s | 10 s | 0.25 |" in text
+    text = bench.table([step("storm", 40.0, 4), step("sticky", 20.0, 2), ours])
+    assert (
+        "| tuples lost, ∫ (steady − rate)⁺ dt | 400 tuples | 200 tuples | 100 tuples | 0.50 | 0.25 |" in text
+    )
+    assert "| seconds with the sink at zero | 40 s | 20 s | 10 s | 0.50 | 0.25 |" in text
     assert bench.plot([step("storm", 40.0, 4), ours], tmp_path).stat().st_size > 10_000
 
 
@@ -64,14 +66,18 @@ def test_the_sink_s_lines_are_counted_complete_only(tmp_path: Path) -> None:
     assert bench.lines_seen(tmp_path) == 3
 
 
-def test_each_shape_is_measured_both_ways_on_names_of_its_own() -> None:
+def test_each_shape_is_measured_three_ways_on_names_of_its_own() -> None:
     pairs = bench.scenarios()
     assert [(way, s.shape) for way, s in pairs] == [
         ("storm", "kafka-linear"),
+        ("sticky", "kafka-linear"),
         ("stormscale", "kafka-linear"),
         ("storm", "diamond"),
+        ("sticky", "diamond"),
         ("stormscale", "diamond"),
     ]
-    assert len({s.name for _, s in pairs}) == 4
-    assert [s.placement for _, s in pairs] == ["", "MultiLevel", "", "MultiLevel"]
+    assert len({s.name for _, s in pairs}) == 6
+    assert [s.placement for _, s in pairs] == ["", "", "MultiLevel", "", "", "MultiLevel"]
+    # only Storm's own way opts out of the scheduler's sticky default
+    assert [s.storm_conf.get("stormscale.sticky", True) for _, s in pairs] == [False, True, True] * 2
     assert all(s.records_seen for _, s in pairs)

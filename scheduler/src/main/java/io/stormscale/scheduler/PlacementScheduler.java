@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * executors exactly runs exactly that: executor -> worker slot -> Supervisor, nothing else in those
  * workers. When the cluster lacks the slots, nothing of it is assigned (what already runs is left
  * alone) and it waits, Nimbus trying again each round; the reason is logged once and is the topology's
- * scheduler status. Topologies without the key go to Storm's DefaultScheduler, as before; a key that is
+ * scheduler status. Topologies without the key go to Storm's DefaultScheduler, after the workers whose
+ * executors a rebalance did not change are put back on their slots (only the changed workers restart); a key that is
  * malformed or does not cover the executors is logged in one line and the topology goes to
  * DefaultScheduler too. Placed topologies are scheduled first, so they have the first pick of free slots.
  * Nothing here throws into Nimbus (an exception in a scheduling round stops Nimbus).
@@ -51,6 +52,8 @@ public final class PlacementScheduler implements IScheduler {
     static final String HOST_KEY = "stormscale.scheduler.host";
     /** storm.yaml: a file holding the bearer token the endpoint requires (absent: none). */
     static final String TOKEN_KEY = "stormscale.scheduler.token.file";
+    /** Topology conf: {@code false} leaves a topology without a placement to DefaultScheduler alone (not sticky). */
+    static final String STICKY_KEY = "stormscale.sticky";
     /** The folder under storm.local.dir where delivered placements are kept. */
     static final String STORE_FOLDER = "stormscale-placements";
 
@@ -64,6 +67,12 @@ public final class PlacementScheduler implements IScheduler {
      * whose executors do not change on its slot, so its Supervisor leaves it running.
      */
     private final Map<String, Map<WorkerSlot, List<ExecutorDetails>>> lastSlots = new HashMap<>();
+    /**
+     * The slots each topology without a placement last ran on, with their executors: after a rebalance
+     * the workers whose executors do not change are put back on their slots before DefaultScheduler
+     * spreads the rest, so only the workers of the scaled components restart.
+     */
+    private final Map<String, Map<WorkerSlot, List<ExecutorDetails>>> defaultSlots = new HashMap<>();
     /** Placements delivered through the endpoint (empty, in memory, until {@link #prepare} sets it up). */
     private PlacementStore store = new PlacementStore(null);
     private PlacementEndpoint endpoint;
@@ -157,9 +166,53 @@ public final class PlacementScheduler implements IScheduler {
         said.keySet().retainAll(ids);
         lastNodes.keySet().retainAll(ids);
         lastSlots.keySet().retainAll(ids);
+        defaultSlots.keySet().retainAll(ids);
         store.retain(ids);
         running = Set.copyOf(ids);
+        for (TopologyDetails topology : byDefault) {
+            keepUnchangedWorkers(cluster, topology, defaultSlots.getOrDefault(topology.getId(), Map.of()));
+        }
         scheduleByDefault(cluster, byDefault);
+        for (TopologyDetails topology : byDefault) {
+            SchedulerAssignment assignment = cluster.getAssignmentById(topology.getId());
+            if (assignment != null && !assignment.getSlotToExecutors().isEmpty()) {
+                Map<WorkerSlot, List<ExecutorDetails>> slots = new HashMap<>();
+                assignment.getSlotToExecutors().forEach((slot, executors) -> slots.put(slot, new ArrayList<>(executors)));
+                defaultSlots.put(topology.getId(), slots);
+            }
+        }
+    }
+
+    /**
+     * Before DefaultScheduler, a topology that Nimbus hands over with no assignment (a rebalance) gets back
+     * each slot it last ran on whose executors all still exist (the same task ranges) while the slot is
+     * free, up to its number of workers: Storm's Slot keeps such a worker's JVM running. What changed is
+     * left to DefaultScheduler, which keeps what is assigned and spreads the rest over other slots
+     * (Stela's point: keep the current scheduling, give the new executors new slots).
+     */
+    static void keepUnchangedWorkers(Cluster cluster, TopologyDetails topology,
+                                     Map<WorkerSlot, List<ExecutorDetails>> last) {
+        SchedulerAssignment assignment = cluster.getAssignmentById(topology.getId());
+        Object sticky = topology.getConf().get(STICKY_KEY);
+        if (last.isEmpty() || (assignment != null && !assignment.getSlotToExecutors().isEmpty())
+            || Boolean.FALSE.equals(sticky) || "false".equals(sticky)) {
+            return;
+        }
+        Set<ExecutorDetails> executors = topology.getExecutors();
+        List<WorkerSlot> slots = new ArrayList<>(last.keySet());
+        slots.sort(Comparator.comparing(WorkerSlot::getNodeId).thenComparingInt(WorkerSlot::getPort));
+        int kept = 0;
+        for (WorkerSlot slot : slots) {
+            List<ExecutorDetails> worker = last.get(slot);
+            SupervisorDetails supervisor = cluster.getSupervisorById(slot.getNodeId());
+            if (kept >= topology.getNumWorkers() || supervisor == null || cluster.isBlackListed(slot.getNodeId())
+                || !executors.containsAll(worker) || cluster.isSlotOccupied(slot)
+                || !cluster.getAssignablePorts(supervisor).contains(slot.getPort())) {
+                continue;
+            }
+            cluster.assign(slot, topology.getId(), worker);
+            kept++;
+        }
     }
 
     /** The first of {@code placements} (newest first) that covers {@code executors} exactly, or null. */

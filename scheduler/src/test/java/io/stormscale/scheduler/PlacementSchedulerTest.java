@@ -241,4 +241,80 @@ class PlacementSchedulerTest {
         scheduler.schedule(new Topologies(), cluster(supervisors(2), new HashMap<>()));
         assertTrue(scheduler.store().placements("t-2-2").isEmpty(), "a killed topology's placements are forgotten");
     }
+    /** The slot ("host:port") that runs the executor starting at {@code task}, or null. */
+    static String slotOf(Cluster cluster, String id, int task) {
+        for (Map.Entry<String, Set<Integer>> worker : layout(cluster, id).entrySet()) {
+            if (worker.getValue().contains(task)) {
+                return worker.getKey();
+            }
+        }
+        return null;
+    }
+
+    static Map<String, SupervisorDetails> withNewcomer(Map<String, SupervisorDetails> supervisors) {
+        Map<String, SupervisorDetails> out = new HashMap<>(supervisors);
+        out.put("sup-0", new SupervisorDetails("sup-0", "host-0", null, List.of(6700, 6701)));
+        return out;
+    }
+
+    @Test
+    void withoutAPlacementARebalanceKeepsTheWorkersWhoseExecutorsDidNotChange() {
+        // spout [1], bolt [2-3] [4-5] on three workers; then the bolt goes to four executors on five
+        // workers, and the new worker pod's Supervisor (sup-0) joins. Nimbus hands the rebalanced topology
+        // over with no assignment at all.
+        Map<ExecutorDetails, String> before = Map.of(new ExecutorDetails(1, 1), "s",
+            new ExecutorDetails(2, 3), "b", new ExecutorDetails(4, 5), "b");
+        Map<ExecutorDetails, String> after = Map.of(new ExecutorDetails(1, 1), "s",
+            new ExecutorDetails(2, 2), "b", new ExecutorDetails(3, 3), "b", new ExecutorDetails(4, 4), "b",
+            new ExecutorDetails(5, 5), "b");
+        TopologyDetails running = topologyOf("plain-1-1", before, 3);
+        TopologyDetails rebalanced = topologyOf("plain-1-1", after, 5);
+        PlacementScheduler scheduler = new PlacementScheduler();
+        Cluster first = cluster(supervisors(3), new HashMap<>(), running);
+        scheduler.schedule(new Topologies(running), first);
+        String spoutSlot = slotOf(first, "plain-1-1", 1);
+        assertEquals(3, layout(first, "plain-1-1").size());
+        assertEquals(Set.of(1), layout(first, "plain-1-1").get(spoutSlot));
+
+        Cluster scratch = cluster(withNewcomer(supervisors(3)), new HashMap<>(), rebalanced);
+        scheduler.schedule(new Topologies(rebalanced), scratch);
+        assertEquals(spoutSlot, slotOf(scratch, "plain-1-1", 1), "the spout's worker keeps its slot");
+        assertFalse(scratch.needsScheduling(rebalanced));
+        assertEquals(5, layout(scratch, "plain-1-1").size());
+        assertNull(scratch.getStatus("plain-1-1"));
+
+        // the same round without the scheduler's memory: DefaultScheduler alone moves the spout
+        Cluster alone = cluster(withNewcomer(supervisors(3)), new HashMap<>(), rebalanced);
+        new PlacementScheduler().schedule(new Topologies(rebalanced), alone);
+        assertFalse(spoutSlot.equals(slotOf(alone, "plain-1-1", 1)), layout(alone, "plain-1-1").toString());
+
+        // and so does a topology that opts out with stormscale.sticky: false in its conf
+        PlacementScheduler optedOut = new PlacementScheduler();
+        TopologyDetails plainBefore = topologyOf("plain-1-1", before, 3);
+        plainBefore.getConf().put(PlacementScheduler.STICKY_KEY, false);
+        optedOut.schedule(new Topologies(plainBefore), cluster(supervisors(3), new HashMap<>(), plainBefore));
+        TopologyDetails plainAfter = topologyOf("plain-1-1", after, 5);
+        plainAfter.getConf().put(PlacementScheduler.STICKY_KEY, false);
+        Cluster notSticky = cluster(withNewcomer(supervisors(3)), new HashMap<>(), plainAfter);
+        optedOut.schedule(new Topologies(plainAfter), notSticky);
+        assertEquals(layout(alone, "plain-1-1"), layout(notSticky, "plain-1-1"));
+    }
+
+    @Test
+    void aWorkerIsNotKeptOnASlotAnotherTopologyTookOrAGoneSupervisor() {
+        Map<ExecutorDetails, String> executors = Map.of(new ExecutorDetails(1, 1), "s", new ExecutorDetails(2, 2), "b");
+        TopologyDetails running = topologyOf("plain-2-2", executors, 2);
+        PlacementScheduler scheduler = new PlacementScheduler();
+        Cluster first = cluster(supervisors(1), new HashMap<>(), running);
+        scheduler.schedule(new Topologies(running), first);
+        assertEquals(Set.of("host-1:6700", "host-1:6701"), layout(first, "plain-2-2").keySet());
+
+        // host-1 is gone: both workers go elsewhere, nothing is assigned to a Supervisor that is not there
+        Map<String, SupervisorDetails> others = new HashMap<>(supervisors(3));
+        others.remove("sup-1");
+        Cluster moved = cluster(others, new HashMap<>(), running);
+        scheduler.schedule(new Topologies(running), moved);
+        assertEquals(2, layout(moved, "plain-2-2").size());
+        assertTrue(layout(moved, "plain-2-2").keySet().stream().noneMatch(slot -> slot.startsWith("host-1:")));
+    }
 }
