@@ -469,6 +469,40 @@ def period_rates(group: I64, ts: F64, x: F64) -> F64:
     return out
 
 
+def sorted_groups(ids: I64, values: F64) -> tuple[I64, F64, I64, I64]:
+    """``values`` sorted within each group of ``ids``: the groups' ids in order, the sorted values, and
+    each group's first index and size in them."""
+    order = np.lexsort((values, ids))
+    ids, values = ids[order], values[order]
+    first = (
+        np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if len(ids) else np.zeros(0, np.int64)
+    )
+    size = np.diff(np.concatenate([first, [len(ids)]]))
+    return ids[first], values, first.astype(np.int64), size.astype(np.int64)
+
+
+def group_percentile(values: F64, first: I64, size: I64, q: float) -> F64:
+    """The ``q``-th percentile of each group of sorted ``values`` (:func:`sorted_groups`), as
+    ``np.percentile`` computes it: position ``p = (size − 1)·q/100``, ``t = p − ⌊p⌋``, between
+    ``a = v[⌊p⌋]`` and ``b = v[⌊p⌋ + 1]``: ``a + (b − a)·t``, or ``b − (b − a)·(1 − t)`` once ``t ≥ ½``
+    (NumPy's two forms, so the values agree to the last bit)."""
+    position = (size - 1) * (q / 100.0)
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, size - 1)
+    t = position - low
+    a, b = values[first + low], values[first + high]
+    out: F64 = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+    return out
+
+
+def group_median(values: F64, first: I64, size: I64) -> F64:
+    """Each group's median of sorted ``values`` as ``np.median`` computes it: the middle value, or the
+    mean of the two middle ones."""
+    lower, upper = values[first + (size - 1) // 2], values[first + size // 2]
+    out: F64 = np.where(size % 2 == 1, lower, (lower + upper) / 2.0)
+    return out
+
+
 def demand_steps(intervals: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
     """Per component, the distribution of its offered and emitted rates over the window's steps
     (:class:`~stormscale.aggregation.aggregates.ComponentStats`): :func:`period_rates` per series,
@@ -481,6 +515,7 @@ def demand_steps(intervals: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
     group, topology, component = group[order], topology[order], component[order]
     ts, dt = _np(intervals, "ts")[order], _np(intervals, "dt")[order]
     out: dict[tuple[int, int], dict[str, Any]] = {}
+    radix = int(component.max()) + 1 if len(component) else 1  # (topology, component) as one integer
     for counter in DEMAND_COUNTERS:
         x = _np(intervals, counter)[order]
         rate = period_rates(group, ts, x)
@@ -490,7 +525,9 @@ def demand_steps(intervals: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
             list(COMPONENT),
             [("g", "count_distinct", "series")],
         )
-        counts = {(r["topology"], r["component"]): r["series"] for r in series.to_pylist()}
+        series_of = np.full(int(topology.max()) * radix + radix if len(topology) else 0, -1, dtype=np.int64)
+        series_keys = series["topology"].to_numpy().astype(np.int64) * radix + series["component"].to_numpy()
+        series_of[series_keys] = series["series"].to_numpy()
         known = np.isfinite(rate)
         columns = {"topology": topology[known], "component": component[known], "ts": ts[known]}
         per_step = _group(
@@ -498,25 +535,31 @@ def demand_steps(intervals: pa.Table) -> dict[tuple[int, int], dict[str, Any]]:
             ["topology", "component", "ts"],
             [("rate", "sum", "rate"), ("rate", "count", "known")],
         )
-        steps: dict[tuple[int, int], list[float]] = {}
-        for r in per_step.to_pylist():
-            key = (r["topology"], r["component"])
-            if r["known"] == counts.get(key):
-                steps.setdefault(key, []).append(r["rate"])
-        for key, rates in steps.items():
-            values = np.asarray(rates)
-            p50, p95 = np.percentile(values, [50.0, 95.0])
-            out.setdefault(key, no_demand_steps()).update(
+        step_keys = (
+            per_step["topology"].to_numpy().astype(np.int64) * radix + per_step["component"].to_numpy()
+        )
+        complete = per_step["known"].to_numpy().astype(np.int64) == series_of[step_keys]
+        key_ids = step_keys[complete]
+        ids, values, first, size = sorted_groups(
+            key_ids, per_step["rate"].to_numpy().astype(np.float64)[complete]
+        )
+        p50, p95 = (group_percentile(values, first, size, q) for q in (50.0, 95.0))
+        largest = values[first + size - 1]
+        for i, key_id in enumerate(ids.tolist()):
+            out.setdefault((key_id // radix, key_id % radix), no_demand_steps()).update(
                 {
-                    f"{counter}_p50": float(p50),
-                    f"{counter}_p95": float(p95),
-                    f"{counter}_max": float(values.max()),
-                    f"{counter}_steps": len(values),
+                    f"{counter}_p50": float(p50[i]),
+                    f"{counter}_p95": float(p95[i]),
+                    f"{counter}_max": float(largest[i]),
+                    f"{counter}_steps": int(size[i]),
                 }
             )
+    finite = np.isfinite(dt)
+    ids, values, first, size = sorted_groups(topology[finite] * radix + component[finite], dt[finite])
+    medians = group_median(values, first, size)
+    median_of = dict(zip(ids.tolist(), medians.tolist(), strict=True))
     for key, stats in out.items():
-        mine = (topology == key[0]) & (component == key[1]) & np.isfinite(dt)
-        stats["step_s"] = float(np.median(dt[mine])) if mine.any() else None
+        stats["step_s"] = median_of.get(key[0] * radix + key[1])
     return out
 
 
