@@ -24,6 +24,13 @@ component's executors share its input evenly, as the model assumes (docs/planner
 tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuples/s (predictions +7 %
 to +59 %); with 12 and plain shuffle the linear runs predicted every step within 9.2 % and fitted
 every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/evaluation.md).
+
+Last, sizing and placement on real Storm (``make bench-target``'s path, asserted): the Kafka-fed
+linear shape on pods of two slots under a load above its capacity; Auto with ``targetRate`` sizes it
+(Exact) and SAM lays it out: the Deployment has the placement's pods, Nimbus runs exactly its layout
+(per pod its workers, per worker each component's executors) and the sinks reach the target within
+:data:`TARGET_TOLERANCE`; then one unit more with MultiLevel, at the level the status names, again
+exactly as Nimbus runs it.
 """
 
 from __future__ import annotations

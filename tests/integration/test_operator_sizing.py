@@ -1,7 +1,9 @@
 """On the real API server: sizing for a target rate, placements on pods of two slots and the
 container level of each new unit, through the operator's own Thrift client against the fake Nimbus
 (which keeps every rebalance's conf overrides and lays executors out as their placement says, as
-Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU given per host)."""
+Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU given per host).
+Recommend mode shows the sizing and the placement in the status and changes nothing. The same path
+on real Storm: tests/e2e/test_operator_e2e.py."""
 
 from __future__ import annotations
 
