@@ -24,26 +24,37 @@ component's executors share its input evenly, as the model assumes (docs/planner
 tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuples/s (predictions +7 %
 to +59 %); with 12 and plain shuffle the linear runs predicted every step within 9.2 % and fitted
 every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/evaluation.md).
+
+Last, sizing and placement on real Storm (``make bench-target``'s path, asserted): the Kafka-fed
+linear shape on pods of two slots under a load above its capacity; Auto with ``targetRate`` sizes it
+(Exact) and SAM lays it out: the Deployment has the placement's pods, Nimbus runs exactly its layout
+(per pod its workers, per worker each component's executors) and the sinks reach the target within
+:data:`TARGET_TOLERANCE`; then one unit more with MultiLevel, at the level the status names, again
+exactly as Nimbus runs it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench import target as target_bench
 from bench.accuracy_steps import Report, run_budget_steps
 from stormscale.planner import FlowModel, parse_profile, throughput
+from stormscale.storm.model import TopologyInfo
 from tests.harness.bed.moving_load import LOAD, SCALING, TICK_S, AutoReport, run_moving_load
 from tests.harness.bed.scenarios import JVM_DIAMOND, JVM_KAFKA_AUTO
-from tests.harness.bed.stack import Scenario, Stack
-from tests.harness.bed.steady import aggregate_offline
+from tests.harness.bed.stack import Scenario, Stack, storm_topology
+from tests.harness.bed.steady import aggregate_offline, sink_rate, wait_running
 from tests.harness.process import new_run_dir
 from tests.harness.prometheus import dashboard
 from tests.harness.waiting import wait_for
@@ -301,3 +312,190 @@ def test_every_dashboard_query_returns_data_from_the_test_bed(auto: AutoReport, 
         q.where for q in queries if not stack.prometheus.query_range(dashboard.expand(q.expr), start, end, 30)
     ]
     assert not empty, f"{len(empty)} of {len(queries)} dashboard queries returned nothing: {empty}"
+
+
+# --- Sizing for a target rate, SAM on pods of two slots, then MultiLevel's one more unit -------------
+
+#: The Kafka-fed linear shape on worker pods of 2 slots (400m) under a fixed load above what the bed
+#: can serve (as ``make bench-target`` runs it), on a topic and consumer group of its own.
+SAM_TARGET = dataclasses.replace(
+    JVM_KAFKA_AUTO,
+    name="e2e-sam-target",
+    topic="e2e-sam-target",
+    load=target_bench.LOAD,
+    slots_per_pod=2,
+)
+#: tuples/s: above the 2-slot baseline's ~26/s and within the bed's CPU for pods at the units it takes
+#: (7 of 200m in 4 pods, measured 35-39/s with ``make bench-target``).
+TARGET_RATE = 30.0
+#: The sinks' rate must reach the target less this share (the sizing rounds units up, so it is above).
+TARGET_TOLERANCE = 0.10
+#: After Storm runs the sized layout: let the workers warm up, then count the sinks' executed tuples.
+TARGET_SETTLE_S = 15.0
+TARGET_MEASURE_S = 45.0
+MULTILEVEL_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One verified change: the operator's status, the Deployment's replicas and what Nimbus runs."""
+
+    status: dict[str, Any]
+    replicas: int
+    info: TopologyInfo
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    sized: Placed
+    rate: float
+    grown: Placed
+
+
+def worker_layout(info: TopologyInfo) -> list[list[dict[str, int]]]:
+    """What Nimbus runs, as ``status.placement.layout`` writes a layout: per host (a worker pod) its
+    workers (slots), each a component → executor count (Storm's ``__system`` aside: never placed);
+    sorted, so that two layouts compare whatever their order."""
+    slots: dict[str, dict[int, Counter[str]]] = {}
+    for e in info.executors:
+        if e.component != "__system":
+            slots.setdefault(e.host, {}).setdefault(e.port, Counter())[e.component] += 1
+    return canonical([[dict(c) for c in workers.values()] for workers in slots.values()])
+
+
+def canonical(layout: list[list[dict[str, int]]]) -> list[list[dict[str, int]]]:
+    """A layout (pods of workers of component counts) in one order."""
+
+    def key(worker: dict[str, int]) -> list[tuple[str, int]]:
+        return sorted(worker.items())
+
+    pods = [sorted(pod, key=key) for pod in layout]
+    return sorted(pods, key=lambda pod: [key(w) for w in pod])
+
+
+def status_layout(status: dict[str, Any]) -> list[list[dict[str, int]]]:
+    """``status.placement.layout``, as :func:`worker_layout` gives Nimbus's."""
+    return canonical([[dict(w) for w in pod["workers"]] for pod in status["placement"]["layout"]])
+
+
+def executors_per_component(info: TopologyInfo) -> dict[str, int]:
+    return dict(Counter(e.component for e in info.user_executors()))
+
+
+def placed(stack: Stack, scenario: Scenario, status: dict[str, Any]) -> Placed:
+    """Once Storm runs the status's placement (as many workers, every executor reporting)."""
+    workers = status["placement"]["workers"]
+    wait_running(stack, scenario, workers)
+    deployment = stack.plane.kubectl(
+        "get", "deployment", scenario.deployment, "-n", stack.namespace, "-o", "json"
+    )
+    replicas = int(json.loads(deployment)["spec"]["replicas"])
+    return Placed(status, replicas, stack.nimbus().topology_info(scenario.name))
+
+
+def grown_by_one(budget: int) -> Callable[[dict[str, Any]], bool]:
+    """The MultiLevel change to ``budget`` is applied and verified: one choice, nothing pending."""
+
+    def done(status: dict[str, Any]) -> bool:
+        placement = status.get("placement") or {}
+        ready = target_bench.ready_condition(status)
+        return (
+            status.get("appliedBudget") == budget
+            and not status.get("pending")
+            and placement.get("strategy") == "MultiLevel"
+            and ready.get("status") == "True"
+        )
+
+    return done
+
+
+@pytest.fixture(scope="module")
+def target_run(stack: Stack) -> Iterator[TargetRun]:
+    """On the shared stack: the Kafka-fed linear topology at its baseline (4 pods of 2 slots, one worker
+    each) under a load above its capacity; Auto with ``targetRate`` sizes it (Exact) and SAM lays it
+    out (Ready/Applied); the sinks' rate is measured; then Manual one unit more with MultiLevel."""
+    scenario = SAM_TARGET
+    started = time.monotonic()
+    stack.deploy(scenario)
+    try:
+        wait_running(stack, scenario, len(scenario.components))
+        placement_port = stack.storm.endpoints.placement_port
+        overhead = stack.pod_overhead.get(scenario.name, "0")
+        resource = storm_topology(
+            dataclasses.replace(scenario, placement="SAM"),
+            stack.storm.endpoints.nimbus_port,
+            stack.prometheus.url,
+            0,
+            overhead,
+            placement_port=placement_port,
+        )
+        auto = {**resource["spec"]["scaling"], **target_bench.SCALING.spec()}
+        auto.pop("budget")
+        resource["spec"]["scaling"] = {**auto, "targetRate": TARGET_RATE, "sizing": "Exact"}
+        stack.kubectl_apply(resource)
+        strategy = target_bench.Strategy("Exact", "SAM", scenario.slots_per_pod)
+        sized = placed(stack, scenario, target_bench.wait_sized(stack, scenario, strategy))
+        time.sleep(TARGET_SETTLE_S)
+        summary = stack.nimbus().topology(scenario.name)
+        assert summary is not None
+        rate = sink_rate(stack, scenario, summary.id, TARGET_MEASURE_S)[0].rate
+        print(f"\nsized {sized.status['units']} on {sized.replicas} pods: sinks {rate:.1f}/s")
+
+        budget = sized.status["appliedBudget"] + 1
+        resource["spec"]["workers"]["placement"] = "MultiLevel"
+        resource["spec"]["scaling"] = {
+            "mode": "Manual",
+            "budget": budget,
+            "strategy": scenario.strategy,
+            "flowModel": scenario.flow_model,
+        }
+        stack.kubectl_apply(resource)
+        done = grown_by_one(budget)
+        status = wait_for(
+            lambda: s if done(s := stack.status(scenario)) else None,
+            MULTILEVEL_TIMEOUT_S,
+            f"MultiLevel: budget {budget} applied",
+            every_s=5.0,
+        )
+        grown = placed(stack, scenario, status)
+        print(f"grown: {grown.status['placement']['choices']} on {grown.replicas} pods")
+        print(f"sized, measured and grown in {time.monotonic() - started:.0f} s (deploy included)")
+        yield TargetRun(sized, rate, grown)
+    finally:
+        stack.undeploy(scenario)
+
+
+def test_auto_sizes_for_the_target_rate_and_the_sinks_reach_it(target_run: TargetRun) -> None:
+    status = target_run.sized.status
+    sizing = status["sizing"]
+    assert (sizing["strategy"], sizing["targetRate"], sizing["applied"]) == ("exact", TARGET_RATE, True)
+    assert status["units"] == sizing["units"]
+    assert sizing["totalUnits"] > len(SAM_TARGET.components)  # the baseline's rate is below the target
+    assert executors_per_component(target_run.sized.info) == status["units"]
+    assert target_run.rate >= (1 - TARGET_TOLERANCE) * TARGET_RATE, (target_run.rate, sizing)
+
+
+def test_sam_lays_out_pods_of_two_slots_as_nimbus_runs_them(target_run: TargetRun) -> None:
+    """The Deployment has the placement's pods, and Nimbus runs exactly its layout: per pod (a
+    Supervisor's host) its workers, per worker the executors of each component (ackers included)."""
+    run = target_run.sized
+    placement = run.status["placement"]
+    assert (placement["strategy"], placement["slotsPerPod"]) == ("SAM", 2)
+    assert all(len(pod["workers"]) <= 2 for pod in placement["layout"])
+    assert run.replicas == placement["pods"] == len(target_bench.hosting(run.info))
+    assert worker_layout(run.info) == status_layout(run.status)
+
+
+def test_multilevel_adds_one_unit_at_its_level_as_nimbus_runs_it(target_run: TargetRun) -> None:
+    """One unit more: the component the plan chose gets one executor (in a pod with headroom, a new
+    worker or a new pod: the level the status names); Nimbus runs the new layout exactly."""
+    before, after = target_run.sized, target_run.grown
+    (choice,) = after.status["placement"]["choices"]
+    component, level = choice["component"], choice["level"]
+    expected = dict(before.status["units"])
+    expected[component] += 1
+    assert after.status["units"] == expected
+    assert executors_per_component(after.info) == expected
+    assert after.replicas == after.status["placement"]["pods"] == len(target_bench.hosting(after.info))
+    assert after.replicas == before.replicas + (1 if level == "Pod" else 0), choice
+    assert worker_layout(after.info) == status_layout(after.status)

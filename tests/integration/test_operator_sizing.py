@@ -1,11 +1,14 @@
 """On the real API server: sizing for a target rate, placements on pods of two slots and the
 container level of each new unit, through the operator's own Thrift client against the fake Nimbus
 (which keeps every rebalance's conf overrides and lays executors out as their placement says, as
-Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU given per host)."""
+Stormscale's scheduler does). The metrics are a recording fake (the pods' CPU given per host).
+Recommend mode shows the sizing and the placement in the status and changes nothing. The same path
+on real Storm: tests/e2e/test_operator_e2e.py."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,3 +232,61 @@ def test_slots_per_pod_above_the_supervisors_slots_is_degraded_and_nothing_is_do
     assert "spec.workers.slotsPerPod 3 exceeds the 2 slot(s) of Supervisor" in message
     assert replicas(control_plane, namespace) == 4
     assert fleet.requests == []
+
+
+def test_recommend_mode_writes_the_sizing_and_placement_and_scales_nothing(
+    control_plane: ControlPlane, namespace: str, profiler: FakeProfiler, fleet: fake_nimbus.Fleet
+) -> None:
+    """Recommend with a target rate and SAM on pods of two slots: the status holds the budget plan,
+    the sizing for the target (its budget, units and predicted rate, not applied) and the placement
+    it would ask for; ``Ready`` is ``True/Recommended`` and ``Progressing`` ``False/Recommended``;
+    the Deployment keeps its replicas, Nimbus is never asked to rebalance, no ``ScalingApplied``."""
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    recommend = resource(
+        namespace,
+        {"placement": "SAM", "slotsPerPod": 2},
+        mode="Recommend",
+        budget=2,
+        targetRate=750,
+        sizing="Exact",
+    )
+    with operator(namespace) as runner:
+        control_plane.kubectl("apply", "-f", "-", stdin=recommend)
+        done = wait_for(
+            lambda: (
+                r
+                if condition(r := get(control_plane, namespace), "Ready") == ("True", "Recommended")
+                and r["status"].get("sizing")
+                else None
+            ),
+            30,
+            "Ready True/Recommended with a sizing",
+        )
+        time.sleep(2 * handlers.INTERVAL_S)  # a timer pass more: still nothing applied
+        again = get(control_plane, namespace)
+    assert runner.exception is None
+    status = again["status"]
+    assert condition(again, "Progressing") == ("False", "Recommended")
+    plan = status["lastPlan"]
+    assert plan["budget"] == 2
+    assert sum(plan["allocation"].values()) == 2
+    assert plan["predicted"]["after"] > plan["predicted"]["before"] > 0
+    sizing = status["sizing"]
+    assert (sizing["strategy"], sizing["targetRate"], sizing["applied"]) == ("exact", 750.0, False)
+    assert sizing["units"] == {"1": 1, "2": 2, "3": 3, "4": 1}  # what Auto applies for this target
+    assert (sizing["totalUnits"], sizing["budget"]) == (7, 3)
+    # Θ at the sinks for 750/s offered at the spout, at the sized units: above the 6 units' plan
+    assert sizing["predicted"] >= plan["predicted"]["after"]
+    placement = status["placement"]
+    assert (placement["strategy"], placement["slotsPerPod"]) == ("SAM", 2)
+    assert (placement["pods"], placement["workers"]) == (3, 6)  # the budget plan's 6 units laid out
+    laid = [w for pod in placement["layout"] for w in pod["workers"]]
+    assert sum(n for w in laid for c, n in w.items() if c != "__acker") == 6
+    assert status.get("appliedBudget") in (None, 0)  # nothing applied
+    assert not status.get("pending")
+    assert "units" not in status
+    first = {k: v for k, v in done["status"]["sizing"].items() if k != "at"}
+    assert first == {k: v for k, v in sizing.items() if k != "at"}  # later passes recommend the same
+    assert replicas(control_plane, namespace) == 4
+    assert fleet.requests == []  # no rebalance sent
+    assert events(control_plane, namespace, "ScalingApplied") == []
