@@ -155,6 +155,12 @@ cluster-up:
 cluster-down:
 	$(PYTHON) -m tests.harness.kubernetes.control_plane down
 
+.PHONY: try-kubelet
+## try-kubelet: a real kubelet (built from Go modules) with containerd and runc from Debian's archive (unpacked under .cache/) beside the bed's control plane: a static pod and an API-bound pod run as containers, cAdvisor serves their CPU time and quota (about 3 minutes after make image; docs/testbed.md, "A real kubelet")
+try-kubelet: venv
+	IMAGES=operator $(MAKE) --no-print-directory image
+	$(BIN)/python -m tests.harness.kubernetes.kubelet_try
+
 # The Storm and Prometheus part of the test bed (tests/harness/storm/, tests/harness/prometheus/; poms in tests/harness/assets/storm/).
 .PHONY: storm-home jvm-testbed scheduler-jar prometheus storm-up storm-down
 
