@@ -64,6 +64,10 @@ NAMES = {
 }
 #: The master a measured child uses for ``STANDALONE``: the cluster the parent started.
 MASTER_ENV = "STORMSCALE_BENCH_SPARK_MASTER"
+#: The scheduled export's layout of the same samples, under the data directory.
+PARTITIONED = "partitioned"
+#: The layout a measured child reads: ``hourly`` files or the ``partitioned`` export layout.
+LAYOUT_ENV = "STORMSCALE_BENCH_LAYOUT"
 SPARK_CONF = {"spark.driver.memory": "3g"}
 #: Topologies generated at once before their rows are split by hour (one row group per hour file).
 BATCH = 16
@@ -146,8 +150,36 @@ def rows_in(directory: Path, hours: int) -> int:
     return int(sum(done["rows"][:hours]))
 
 
-def files(directory: Path, hours: int) -> list[str]:
-    return [str(directory / f"hour-{h:02d}.parquet") for h in range(hours)]
+def files(directory: Path, hours: int, layout: str = "hourly") -> list[str]:
+    """The input of a run over the first ``hours`` hours: the hourly files, or with ``layout``
+    ``partitioned`` the scheduled export's partitions (their directory when all are read)."""
+    if layout == "hourly":
+        return [str(directory / f"hour-{h:02d}.parquet") for h in range(hours)]
+    root = directory / PARTITIONED
+    if hours >= json.loads((root / "partitioned.json").read_text(encoding="utf-8"))["hours"]:
+        return [str(root)]
+    return sorted(str(f) for h in range(hours) for f in root.glob(f"topology=*/hour={h:02d}/samples.parquet"))
+
+
+def partition(directory: Path, hours: int) -> None:
+    """The hourly files split as ``stormscale-samples-export`` writes samples:
+    ``partitioned/topology=<name>/hour=<HH>/samples.parquet`` (each hourly file is sorted by topology,
+    so a topology's rows are one slice of it); reused when present for ``hours`` hours."""
+    root = directory / PARTITIONED
+    marker = root / "partitioned.json"
+    if marker.exists() and json.loads(marker.read_text(encoding="utf-8"))["hours"] >= hours:
+        return
+    for h in range(hours):
+        table = pq.read_table(directory / f"hour-{h:02d}.parquet")
+        names = table["topology"].to_numpy(zero_copy_only=False)
+        starts = [0, *(i for i in range(1, len(names)) if names[i] != names[i - 1])]
+        for start, end in zip(starts, [*starts[1:], len(names)], strict=True):
+            target = root / f"topology={names[start]}" / f"hour={h:02d}"
+            target.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table.slice(start, end - start), target / "samples.parquet")
+        print(f"  partitioned hour {h + 1}/{hours}", end="\r", flush=True)
+    print()
+    marker.write_text(json.dumps({"hours": hours}), encoding="utf-8")
 
 
 def measure(engine: str, hours: int, directory: Path, partitions: int) -> dict[str, Any]:
@@ -155,7 +187,7 @@ def measure(engine: str, hours: int, directory: Path, partitions: int) -> dict[s
     specs = [load_structure(p) for p in sorted((directory / "structures").glob("t*.json"))]
     names = [s.topology for s in specs]
     params = Params()
-    paths = files(directory, hours)
+    paths = files(directory, hours, os.environ.get(LAYOUT_ENV, "hourly"))
     jvm_mb = 0.0
     if engine == "local":
         begin, cpu = time.perf_counter(), -tree_cpu_s(os.getpid())
@@ -355,6 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-cap", type=float, default=2400.0, help="seconds the single process may take")
     p.add_argument("--data", type=Path, default=DATA, help="where the generated samples go")
     p.add_argument("--label", default="", help="a name for this run's rows (e.g. the code measured)")
+    p.add_argument(
+        "--layout",
+        choices=("hourly", PARTITIONED),
+        default="hourly",
+        help="hourly files, or the scheduled export's topology=/hour= partitions of the same samples",
+    )
     p.add_argument("--save", type=Path, help="also write the results as JSON here")
     p.add_argument("--combine", nargs="+", type=Path, help="only print and plot saved results together")
     p.add_argument(
@@ -374,6 +412,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     begin = time.perf_counter()
     generate(args.topologies, max(args.hours), args.data)
+    if args.layout == PARTITIONED:
+        partition(args.data, max(args.hours))
+        args.label = args.label or PARTITIONED
+    os.environ[LAYOUT_ENV] = args.layout
     print(f"samples ready in {time.perf_counter() - begin:.0f} s", flush=True)
     results: list[Result] = []
     with contextlib.ExitStack() as stack:

@@ -161,3 +161,24 @@ def test_the_fleet_benchmark_runs_and_stops_a_single_process_past_its_memory_cap
     assert fleet_spark.main([*args, "--memory-cap", "0.03"]) == 0
     capped = [line for line in capsys.readouterr().out.splitlines() if "single process" in line]
     assert "RSS passed 0.03 GB" in capped[-1]
+
+
+def test_the_fleet_benchmark_reads_the_export_s_partitions_of_the_same_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same three topologies' hour split into topology=/hour= partitions: one file per topology,
+    the same rows, and the single process profiles every topology from them."""
+    import pyarrow.parquet as pq
+
+    from bench import fleet_spark
+
+    monkeypatch.setattr(fleet_spark, "OUT", tmp_path)
+    data = tmp_path / "fleet"
+    args = ["--topologies", "3", "--hours", "1", "--engines", "local", "--data", str(data)]
+    assert fleet_spark.main([*args, "--layout", "partitioned"]) == 0
+    parts = sorted((data / "partitioned").glob("topology=*/hour=00/samples.parquet"))
+    assert [p.parent.parent.name for p in parts] == ["topology=t00000", "topology=t00001", "topology=t00002"]
+    assert sum(pq.read_metadata(p).num_rows for p in parts) == fleet_spark.rows_in(data, 1)
+    assert fleet_spark.files(data, 1, "partitioned") == [str(data / "partitioned")]
+    rows = [line for line in capsys.readouterr().out.splitlines() if "single process partitioned" in line]
+    assert rows[-1].split()[-1] == "3"  # three profiles

@@ -16,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from stormscale.aggregation.schema import AggregationError, parquet_files
+from stormscale.aggregation import local
+from stormscale.aggregation.params import Params
+from stormscale.aggregation.schema import AggregationError, files_of, parquet_files, partition_topology
 from stormscale.samples import Sample
 from stormscale.storm.errors import NimbusUnavailableError
 from stormscale.storm.model import (
@@ -213,3 +215,22 @@ def test_bad_arguments_are_one_line_and_status_2(argv: list[str], capsys: pytest
         main(argv)
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("stormscale-samples-export: error:")
+
+
+def test_a_group_opens_only_the_partitions_of_its_topologies(tmp_path: Path) -> None:
+    """A task of the grouped engine reads its group's partitions; another topology's file is not even
+    opened (here it is no Parquet at all: opening it would fail)."""
+    export(tmp_path, "alpha", Nimbus(), Prometheus())
+    broken = tmp_path / "topology=beta" / "hour=2026-11-28T16" / "samples.parquet"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not parquet")
+    files = parquet_files([str(tmp_path)])
+    assert files_of(files, ["alpha"]) == [f for f in files if "topology=alpha" in f]
+    assert partition_topology(str(broken)) == "beta"
+    assert partition_topology("/data/samples.parquet") is None
+    rows = local.read([str(tmp_path)], ["alpha"], Params())
+    assert set(rows.column("topology").to_pylist()) == {"alpha"}
+    assert rows.num_rows == 4  # two hours of two samples each
+    assert local.read([str(tmp_path)], ["gamma"], Params()).num_rows == 0  # no partition of its own
+    with pytest.raises(AggregationError, match="cannot read"):
+        local.read([str(tmp_path)], ["beta"], Params())

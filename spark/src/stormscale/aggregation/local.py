@@ -39,6 +39,7 @@ from stormscale.aggregation.schema import (
     USED,
     AggregationError,
     check_columns,
+    files_of,
     parquet_files,
 )
 from stormscale.aggregation.structure import Structure
@@ -56,7 +57,7 @@ from stormscale.samples.names import (
     OFFERED,
     TASKS,
 )
-from stormscale.samples.schema import SERIES
+from stormscale.samples.schema import SCHEMA, SERIES
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -116,16 +117,19 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     # pyarrow.dataset brings the Parquet reader, about 10 MiB of the operator's RSS.
     import pyarrow.dataset as pds  # noqa: PLC0415
 
+    names = sorted(topologies)
+    if not names:
+        raise AggregationError("structure: at least one topology structure is needed")
+    files = files_of(parquet_files(paths), names)
+    if not files:  # every file names another topology: none of this group's rows is there
+        return SCHEMA.empty_table().select(["ts", *SERIES, "value"])
     try:
-        dataset = pds.dataset(parquet_files(paths), format="parquet")
+        dataset = pds.dataset(files, format="parquet")
     except (OSError, pa.ArrowInvalid) as err:
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
     check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)
     # The range is implied by the set; said apart, it lets Parquet's row-group statistics skip what
     # lies outside it (pyarrow prunes on comparisons, not on is_in): a fleet task reads its group only.
-    names = sorted(topologies)
-    if not names:
-        raise AggregationError("structure: at least one topology structure is needed")
     condition = (pc.field("topology") >= names[0]) & (pc.field("topology") <= names[-1])
     condition &= pc.field("topology").isin(names) & pc.field("metric").isin(list(USED))
     if params.start is not None:

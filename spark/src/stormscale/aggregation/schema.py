@@ -61,6 +61,22 @@ def parquet_files(paths: Sequence[str]) -> list[str]:
     return files
 
 
+def partition_topology(file: str) -> str | None:
+    """The topology a file's path names (``…/topology=<name>/…``, the scheduled export's layout), or
+    ``None`` when it names none."""
+    for part in reversed(file.replace("\\", "/").split("/")):
+        if part.startswith("topology="):
+            return part.removeprefix("topology=")
+    return None
+
+
+def files_of(files: Sequence[str], topologies: Sequence[str]) -> list[str]:
+    """``files`` without those whose path names a topology other than ``topologies``: a task of the
+    grouped engine opens only its group's partitions (and every file that names no topology)."""
+    wanted = set(topologies)
+    return [f for f in files if (named := partition_topology(f)) is None or named in wanted]
+
+
 #: Metrics the estimators read; the others are ignored.
 USED = (
     EMITTED,
