@@ -25,7 +25,8 @@ tasks and load-aware messaging, budgets 2 and 3 ran into a ceiling near 21 tuple
 to +59 %); with 12 and plain shuffle the linear runs predicted every step within 9.2 % and fitted
 every state within 6.1 %, the diamond's within 10.1 % and 1.3 % (docs/evaluation.md).
 
-Last, sizing and placement on real Storm (``make bench-target``'s path, asserted): the Kafka-fed
+Last, sizing and placement on real Storm (``make bench-target``'s path, asserted; marked ``sizing_bed``:
+run by ``make e2e-sizing``, not by ``make test``, whose time budget its 5.5 minutes passed): the Kafka-fed
 linear shape on pods of two slots under a load above its capacity; Auto with ``targetRate`` sizes it
 (Exact) and SAM lays it out: the Deployment has the placement's pods, Nimbus runs exactly its layout
 (per pod its workers, per worker each component's executors) and the sinks reach the target within
@@ -465,6 +466,7 @@ def target_run(stack: Stack) -> Iterator[TargetRun]:
         stack.undeploy(scenario)
 
 
+@pytest.mark.sizing_bed
 def test_auto_sizes_for_the_target_rate_and_the_sinks_reach_it(target_run: TargetRun) -> None:
     status = target_run.sized.status
     sizing = status["sizing"]
@@ -475,6 +477,7 @@ def test_auto_sizes_for_the_target_rate_and_the_sinks_reach_it(target_run: Targe
     assert target_run.rate >= (1 - TARGET_TOLERANCE) * TARGET_RATE, (target_run.rate, sizing)
 
 
+@pytest.mark.sizing_bed
 def test_sam_lays_out_pods_of_two_slots_as_nimbus_runs_them(target_run: TargetRun) -> None:
     """The Deployment has the placement's pods, and Nimbus runs exactly its layout: per pod (a
     Supervisor's host) its workers, per worker the executors of each component (ackers included)."""
@@ -486,6 +489,7 @@ def test_sam_lays_out_pods_of_two_slots_as_nimbus_runs_them(target_run: TargetRu
     assert worker_layout(run.info) == status_layout(run.status)
 
 
+@pytest.mark.sizing_bed
 def test_multilevel_adds_one_unit_at_its_level_as_nimbus_runs_it(target_run: TargetRun) -> None:
     """One unit more: the component the plan chose gets one executor (in a pod with headroom, a new
     worker or a new pod: the level the status names); Nimbus runs the new layout exactly."""
