@@ -178,6 +178,13 @@ def test_multilevel_adds_executors_where_a_pod_has_headroom_and_scales_in_lifo(
         grown = applied(control_plane, namespace, 2)
         control_plane.kubectl("apply", "-f", "-", stdin=resource(namespace, multilevel, budget=0))
         shrunk = applied(control_plane, namespace, 0)
+        # the budget-0 event is posted after the status it follows: wait for it before the operator stops
+        wait_for(
+            lambda: len(events(control_plane, namespace, "ScalingApplied")) >= 2,
+            30,
+            "the second ScalingApplied event",
+            raise_on_timeout=False,
+        )
     assert runner.exception is None
     added = [(c["component"], c["level"]) for c in grown["status"]["placement"]["choices"]]
     assert added == [("2", "Executor"), ("3", "Pod")]  # bolt 4's pod takes one, then it is full
