@@ -418,3 +418,4 @@ def test_the_sample_resources_are_valid(control_plane: ControlPlane, stormtopolo
     assert "stormtopology.stormscale.io/wordcount created (server dry run)" in out
     assert "stormtopology.stormscale.io/clicks created (server dry run)" in out
     assert "stormtopology.stormscale.io/orders created (server dry run)" in out
+    assert "stormtopology.stormscale.io/invoices created (server dry run)" in out

@@ -220,6 +220,27 @@ def test_auto_mode_applies_the_sizing_for_the_target_rate(
     assert (row["MODE"], row["UNITS"], row["PODS"], row["TARGET"]) == ("Auto", "7", "", "750")
 
 
+def test_auto_with_a_look_ahead_sizes_for_the_schedule_and_keeps_its_history_in_status(
+    control_plane: ControlPlane, namespace: str, profiler: FakeProfiler, fleet: fake_nimbus.Fleet
+) -> None:
+    """A schedule at 750/s from a minute ago: Auto sizes for it as for ``targetRate: 750`` above
+    (the profile offers 500/s), and the status the API server keeps holds the forecast's line and
+    the window's demand point (the CRD's schema prunes nothing of them)."""
+    control_plane.kubectl("apply", "-f", "-", stdin=deployment(namespace))
+    start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+    ahead = {"forecast": "Schedule", "schedule": {"start": start, "steps": [{"offset": "0s", "rate": 750}]}}
+    auto = resource(namespace, {}, mode="Auto", budget=0, maxUnits=8, sizing="Exact", lookAhead=ahead)
+    with operator(namespace) as runner:
+        control_plane.kubectl("apply", "-f", "-", stdin=auto)
+        done = applied(control_plane, namespace, 3)
+    assert runner.exception is None
+    assert done["status"]["units"] == {"1": 1, "2": 2, "3": 3, "4": 1}
+    autoscaler = done["status"]["autoscaler"]
+    assert autoscaler["forecast"] == "750/s by schedule, max over the next 120s (current 500/s)"
+    assert [p["rate"] for p in autoscaler["demandHistory"]] == [500.0]
+    assert "sized ahead for 750/s" in done["status"]["lastPlan"]["demand"]
+
+
 def test_slots_per_pod_above_the_supervisors_slots_is_degraded_and_nothing_is_done(
     control_plane: ControlPlane, namespace: str, profiler: FakeProfiler, fleet: fake_nimbus.Fleet
 ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,22 @@ for _ref, _others in SECRET_REFS.items():
         _needs["metrics.prometheus"] = "https://prometheus:9090"
     for _leaf, _other in (("name", "key"), ("key", "name")):
         COMPANIONS[f"metrics.auth.{_ref}.{_leaf}"] = {f"metrics.auth.{_ref}.{_other}": "s", **_needs}
-#: What a list item needs besides the field under test.
+#: What a list item (and an object within it) needs besides the field under test.
 ITEMS: dict[str, dict[str, Any]] = {
     "components[]": {"name": "2"},
     "components[].kafka": {"topic": "t", "consumerGroup": "g"},
+    "scaling.lookAhead.schedule.steps[]": {"offset": "0s", "rate": 1},
 }
+#: The ``i``-th of a list's many items (its maxItems edge).
+MANY: dict[str, Callable[[int], dict[str, Any]]] = {
+    "components": lambda i: {"name": str(i)},
+    "scaling.lookAhead.schedule.steps": lambda i: {"offset": f"{i}s", "rate": 1},
+}
+#: An object's required fields, set before any field within it is.
+CONTAINERS: dict[str, dict[str, Any]] = {
+    "scaling.lookAhead.schedule": {"start": "2026-11-22T12:00:00Z", "steps": [{"offset": "0s", "rate": 1}]},
+}
+TIMESTAMP = "2026-11-22T12:00:00Z"
 
 
 def base() -> dict[str, Any]:
@@ -78,8 +89,10 @@ def text(length: int, field: dict[str, Any]) -> str:
     """A string of ``length`` characters that the field's pattern accepts: a URL where it asks one,
     the default behind leading zeros where the pattern is a number's (a duration, a CPU quantity)."""
     pattern = field.get("pattern", "")
+    if pattern.startswith("^[0-9]{4}-"):  # an RFC 3339 time: valid at its own length only
+        return (TIMESTAMP + "0" * length)[:length]
     if pattern.startswith("^[0-9]"):
-        default = str(field["default"])
+        default = str(field.get("default", "1s"))
         return "0" * (length - len(default)) + default
     prefix = "http://" if pattern.startswith("^https?://") else ""
     return prefix + "a" * (length - len(prefix))
@@ -128,16 +141,22 @@ def with_value(path: str, value: Any) -> dict[str, Any]:
     spec = copy.deepcopy(base())
     for other, v in COMPANIONS.get(path, {}).items():
         put(spec, other, v)
-    if path == "components":
-        spec["components"] = [{"name": str(i)} for i in range(value)]
-    elif path.startswith("components[]"):
-        item = dict(ITEMS["components[]"])
-        rest = path.removeprefix("components[].")
-        if rest.startswith("kafka."):
-            item["kafka"] = {**ITEMS["components[].kafka"], rest.removeprefix("kafka."): value}
-        else:
-            item[rest] = value
-        spec["components"] = [item]
+    for container, fields in CONTAINERS.items():
+        if path.startswith(f"{container}."):
+            for name, v in fields.items():
+                put(spec, f"{container}.{name}", copy.deepcopy(v))
+    if path in MANY:
+        put(spec, path, [MANY[path](i) for i in range(value)])
+    elif "[]." in path:
+        listed, _, rest = path.partition("[].")
+        item = copy.deepcopy(ITEMS[f"{listed}[]"])
+        *parents, leaf = rest.split(".")
+        node = item
+        for depth, name in enumerate(parents, 1):
+            within = ITEMS.get(f"{listed}[]." + ".".join(parents[:depth]), {})
+            node = node.setdefault(name, copy.deepcopy(within))
+        node[leaf] = value
+        put(spec, listed, [item])
     else:
         put(spec, path, value)
     return spec
@@ -251,7 +270,9 @@ def defaults(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, Any]
 
 
 def test_the_models_defaults_are_the_crds() -> None:
-    dumped = parse_spec(base()).spec.model_dump(by_alias=True)
+    spec = base()
+    spec["scaling"] = {"lookAhead": {}}  # an optional object: its defaults hold once it is given
+    dumped = parse_spec(spec).spec.model_dump(by_alias=True)
     found = dict(defaults(spec_schema()))
     assert {"nimbus.port", "scaling.budget", "scaling.maxUnits", "metrics.window"} <= found.keys()
     for path, default in found.items():
@@ -351,3 +372,9 @@ def test_any_escape_while_parsing_is_an_invalid_spec(
     monkeypatch.setattr("stormscale.operator.policy.parse_duration", hostile)
     with pytest.raises(InvalidSpecError, match="spec"):
         parse_spec(base())
+
+
+@pytest.mark.parametrize("sample", sorted((CRD.parent / "samples").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_sample_resource_is_a_valid_spec(sample: Path) -> None:
+    for document in yaml.safe_load_all(sample.read_text()):
+        parse_spec(document["spec"])

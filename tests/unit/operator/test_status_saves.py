@@ -81,7 +81,11 @@ def model_fields(model: type[BaseModel]) -> dict[str, Any]:
     """Each field's wire name, with the wire names of a nested model's own fields (None for a leaf)."""
     out: dict[str, Any] = {}
     for name, f in model.model_fields.items():
-        nested = [a for a in typing.get_args(f.annotation) or (f.annotation,) if isinstance(a, type)]
+        # ``X | None`` and ``list[X] | None``: X, one level of generics down
+        args = [
+            b for a in typing.get_args(f.annotation) or (f.annotation,) for b in typing.get_args(a) or (a,)
+        ]
+        nested = [a for a in args if isinstance(a, type)]
         inner = next((a for a in nested if issubclass(a, BaseModel)), None)
         out[f.alias or name] = None if inner is None else model_fields(inner)
     return out

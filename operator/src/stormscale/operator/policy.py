@@ -240,6 +240,65 @@ class MetricsSpec(_Model):
         return self
 
 
+#: The longest lead a look-ahead may have (the CRD's rule says the same).
+MAX_LEAD_S = 3600.0
+#: The most steps a demand schedule may list.
+MAX_SCHEDULE_STEPS = 168
+_RFC3339_UTC = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+
+
+class ForecastKind(StrEnum):
+    """Where Auto's look-ahead takes the coming demand from."""
+
+    REGRESSION = "Regression"  # a least-squares line through the recent windows' demand
+    SCHEDULE = "Schedule"  # the user's schedule of rates
+
+
+class ScheduleStepSpec(_Model):
+    """From ``offset`` after the schedule's start (of each period), the spouts are offered ``rate``."""
+
+    offset: Duration
+    rate: float = Field(ge=0, le=MAX_RATE, allow_inf_nan=False)
+
+
+class DemandScheduleSpec(_Model):
+    """A known demand: steps from ``start`` (RFC 3339, UTC), repeated every ``period`` if set."""
+
+    start: str = Field(max_length=20, pattern=_RFC3339_UTC)
+    period: Duration | None = None
+    steps: tuple[ScheduleStepSpec, ...] = Field(min_length=1, max_length=MAX_SCHEDULE_STEPS)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DemandScheduleSpec:
+        offsets = [parse_duration(s.offset) for s in self.steps]
+        if len(set(offsets)) != len(offsets):
+            raise ValueError("scaling.lookAhead.schedule.steps: two steps at the same offset")
+        if self.period is not None and max(offsets) >= parse_duration(self.period):
+            raise ValueError("scaling.lookAhead.schedule.steps: every offset must be below the period")
+        return self
+
+
+class LookAheadSpec(_Model):
+    """Auto sizes for the largest demand forecast over ``[now, now + lead]`` (the multi-level
+    elasticity paper's proactive mode): it scales out ``lead`` early, and in once the peak has passed."""
+
+    lead: Duration = "2m"
+    forecast: ForecastKind = ForecastKind.REGRESSION
+    #: Regression: how many recent windows' demand the line goes through.
+    windows: int = Field(default=6, ge=2, le=60)
+    #: The highest total rate a forecast may reach (never below the current demand).
+    max_rate: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)
+    schedule: DemandScheduleSpec | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> LookAheadSpec:
+        if parse_duration(self.lead) > MAX_LEAD_S:
+            raise ValueError(f"scaling.lookAhead.lead must be at most {MAX_LEAD_S:g}s")
+        if self.forecast is ForecastKind.SCHEDULE and self.schedule is None:
+            raise ValueError("scaling.lookAhead: forecast Schedule needs scaling.lookAhead.schedule")
+        return self
+
+
 class ScalingSpec(_Model):
     mode: Mode = Mode.MANUAL
     budget: int = Field(default=0, ge=-1000, le=1000)
@@ -259,6 +318,8 @@ class ScalingSpec(_Model):
     #: Which statistic of each spout's per-step demand over the profile's window Auto sizes for
     #: (``mean``, ``p50``, ``p95``, ``max``); a profile without the distribution offers its mean.
     demand_percentile: DemandStatistic = DemandStatistic.P95
+    #: Auto sizes ahead for the demand forecast over a lead time (absent: reactive only).
+    look_ahead: LookAheadSpec | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> ScalingSpec:

@@ -286,12 +286,27 @@ class Observed(_Status):
     at: str
 
 
+#: The most demand points Auto's look-ahead keeps (its largest ``windows``).
+MAX_DEMAND_POINTS = 60
+
+
+class DemandPoint(_Status):
+    """The demand Auto planned for (tuples/s at the spouts) from the window ending ``at``."""
+
+    at: str
+    rate: float
+
+
 class AutoscalerState(_Status):
     """Auto mode's stabilization state: kept in status, never in memory."""
 
     desired_budget: int | None = None
     last_scale_time: str | None = None
     scale_in_since: str | None = None
+    #: With ``scaling.lookAhead``: the recent windows' demand (oldest first, at most
+    #: :data:`MAX_DEMAND_POINTS`) and the line saying what the last pass sized for.
+    demand_history: list[DemandPoint] | None = None
+    forecast: str | None = None
 
 
 class StatusError(ValueError):

@@ -31,6 +31,7 @@ from stormscale.operator.decision.auto import (
 )
 from stormscale.operator.decision.conflict import replicas_conflict
 from stormscale.operator.decision.demand import at_percentile
+from stormscale.operator.decision.lookahead import sized_ahead
 from stormscale.operator.decision.observation import Need, Observation, ProfileFailure, PublishedRead
 from stormscale.operator.decision.placement import (
     LayoutError,
@@ -225,11 +226,19 @@ def refused_before(status: StormTopologyStatus, generation: int, budget: int) ->
 
 def _profile(draft: _Draft) -> MeasuredProfile | Decision:
     """The profile to plan on (:func:`_trusted_profile`); in Auto mode with each spout's demand at
-    ``scaling.demandPercentile`` of its per-step demand over the window (:func:`at_percentile`)."""
+    ``scaling.demandPercentile`` of its per-step demand over the window (:func:`at_percentile`), and
+    with ``scaling.lookAhead`` scaled to the forecast over the lead (:func:`sized_ahead`)."""
     trusted = _trusted_profile(draft)
     if isinstance(trusted, Decision) or draft.policy.mode is not Mode.AUTO:
         return trusted
-    return at_percentile(trusted, draft.policy.spec.scaling.demand_percentile)
+    scaling = draft.policy.spec.scaling
+    demand = at_percentile(trusted, scaling.demand_percentile)
+    if scaling.look_ahead is None:
+        return demand
+    ahead, draft.status.autoscaler = sized_ahead(
+        demand, draft.status.autoscaler, scaling.look_ahead, draft.observation.now
+    )
+    return ahead
 
 
 def _trusted_profile(draft: _Draft) -> MeasuredProfile | Decision:
