@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-faults bench-units bench-target accuracy mutation clean image lock
+.PHONY: venv demo plan-demo test lint unit fuzz bench bench-planner bench-sizing bench-fleet bench-reaction bench-disruption bench-lookahead bench-faults bench-units bench-target accuracy mutation clean image lock
 
 venv: $(STAMP)
 
@@ -118,6 +118,10 @@ bench-reaction: venv $(if $(DIP),prometheus)
 SHAPES ?= linear,diamond
 bench-disruption: venv prometheus
 	$(BIN)/python -m bench.disruption --shapes $(SHAPES)
+
+## bench-lookahead: Auto on the moving Kafka load (5 -> 16 -> 5 tuples/s) with scaling.lookAhead (the load's schedule, lead 2m) against reactive Auto in the same run: scale-out from the rise, peak lag, seconds with a backlog, unit-seconds (about 40 minutes): table on stdout
+bench-lookahead: venv prometheus
+	$(BIN)/python -m bench.lookahead
 
 ## bench-faults: 20 applies per fault (RUNS=N), each with the fault injected, on a real API server with the operator as a kopf process (fake Nimbus; fake Prometheus, the real one for the metrics faults): operator SIGKILLed (at a random moment, and 0-30 ms after its intent is saved), API server restarted, Nimbus restarted losing the rebalance, Nimbus losing every rebalance, Prometheus stopped, metrics stale; does it converge, add nothing twice, post one event per budget, hold off while metrics are missing (about 95 minutes for all; FAULTS=operator-kill,apiserver-restart,... for some); FAULTS=real: on the whole test bed (real Storm, ZooKeeper, Kafka, the Kafka-fed JVM topology), 10 applies each (RUNS=N) with the real Nimbus SIGKILLed and restarted, a worker pod's Supervisor killed (the pod restarted), a worker JVM killed, ZooKeeper restarted, the Kafka broker restarted (its data kept): converged, applied once as planned, no record lost (minutes a run; storm-nimbus-restart,... for some): the fault tables on stdout
 RUNS ?=

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -168,6 +168,10 @@ class AutoReport:
             "steps_down": len(down),
             "budgets_down": [b for _, b in down],
             "units_at_peak": units_at(self.ticks, self.fall_at),
+            # seconds with a backlog (the consumer group's lag above the floor: demand not yet served)
+            "backlog_s": TICK_S * sum(1 for t in self.ticks if t.lag is not None and t.lag > LAG_FLOOR),
+            # Σ units running × the tick: what the run cost
+            "unit_seconds": TICK_S * sum(sum(t.units.values()) for t in self.ticks),
             "produced": self.produced,
             "missing": None if self.seen is None else len(self.seen.missing),
             "duplicates": None if self.seen is None else self.seen.duplicates,
@@ -253,11 +257,36 @@ def _status_fields(status: Mapping[str, Any]) -> tuple[int | None, int | None, d
     )
 
 
-def run_moving_load(stack: Stack, scenario: Scenario, load: MovingLoad, scaling: AutoScaling) -> AutoReport:
-    """Auto mode from the start, the load's schedule produced, a tick every :data:`TICK_S`."""
+def known_schedule(load: MovingLoad, started: float, lead: str = "2m") -> dict[str, Any]:
+    """``scaling.lookAhead`` with the load's own schedule from ``started``: Auto as a user who knows
+    the load's steps would run it."""
+    steps = [(0.0, load.low), (load.rise_s, load.high), (load.fall_at_s, load.low)]
+    return {
+        "lead": lead,
+        "forecast": "Schedule",
+        "schedule": {
+            "start": datetime.fromtimestamp(int(started), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "steps": [{"offset": f"{offset:.0f}s", "rate": rate} for offset, rate in steps],
+        },
+    }
+
+
+def run_moving_load(
+    stack: Stack,
+    scenario: Scenario,
+    load: MovingLoad,
+    scaling: AutoScaling,
+    *,
+    look_ahead: Callable[[float], dict[str, Any]] | None = None,
+) -> AutoReport:
+    """Auto mode from the start, the load's schedule produced, a tick every :data:`TICK_S`; with
+    ``look_ahead``, the spec's ``scaling.lookAhead`` is what it gives for the load's start."""
     generator = stack.load(scenario, load.schedule())
     report = AutoReport(load, scaling, time.time())
-    stack.kubectl_apply(auto_topology(stack, scenario, scaling))
+    resource = auto_topology(stack, scenario, scaling)
+    if look_ahead is not None:
+        resource["spec"]["scaling"]["lookAhead"] = look_ahead(report.started)
+    stack.kubectl_apply(resource)
     counts: list[tuple[float, int]] = []
     while generator.running:
         tick_start = time.monotonic()
