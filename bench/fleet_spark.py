@@ -425,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                 standalone_cluster(OUT / "spark-standalone", workers=2, memory="2g")
             )
             os.environ[MASTER_ENV] = running.master_url
+            # the executors' Python workers run the interpreter that has the package (a user's image
+            # names its own); Spark's default, python3, has not
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             cluster = [d.pid for d in running.daemons]
             print(f"standalone cluster: {running.master_url}, 2 workers of 1 core", flush=True)
         for hours in sorted(args.hours):
