@@ -10,7 +10,7 @@ import pytest
 from bench.lookahead import LOAD, Row, main, table
 from stormscale.operator.decision.lookahead import look_ahead, schedule_forecast
 from stormscale.operator.policy import parse_spec
-from tests.harness.bed.moving_load import known_schedule
+from tests.harness.bed.moving_load import MovingLoad, known_schedule
 
 STARTED = 1_790_000_000.4
 
@@ -56,3 +56,31 @@ def test_the_table_compares_each_way_with_reactive_of_the_same_run() -> None:
 def test_an_unknown_way_is_refused_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--ways", "reactive,oracle"]) == 2
     assert capsys.readouterr().out.strip() == "--ways: unknown way(s) oracle; choose from reactive, schedule"
+
+
+def test_the_report_counts_backlog_seconds_and_unit_seconds_from_its_ticks() -> None:
+    """A synthetic run: 4 units, then 5 from the scale-out; the lag above the floor for three ticks."""
+    from tests.harness.bed.moving_load import SCALING, TICK_S, AutoReport
+    from tests.harness.bed.timeline import Tick
+
+    load = MovingLoad(low=5, high=16, low_s=20, high_s=40, fall_s=20)
+    lags = [0, 0, 0, 500, 900, 300, 10, 0]
+    ticks = [
+        Tick(
+            1000.0 + TICK_S * i,
+            16.0,
+            0,
+            16.0,
+            float(lag),
+            1 if i >= 4 else 0,
+            1 if i >= 3 else 0,
+            {"1": 1, "2": 1, "3": 2 if i >= 4 else 1, "4": 1},
+        )
+        for i, lag in enumerate(lags)
+    ]
+    report = AutoReport(load, SCALING, 1000.0, ticks)
+    figures = report.figures()
+    assert figures["backlog_s"] == 3 * TICK_S
+    assert figures["unit_seconds"] == TICK_S * (4 * 4 + 5 * 4)
+    assert figures["peak_lag"] == 900.0
+    assert "backlog_s: 30.0" in report.table()
