@@ -39,7 +39,6 @@ from stormscale.aggregation.schema import (
     USED,
     AggregationError,
     check_columns,
-    files_of,
     parquet_files,
 )
 from stormscale.aggregation.structure import Structure
@@ -120,14 +119,17 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     names = sorted(topologies)
     if not names:
         raise AggregationError("structure: at least one topology structure is needed")
-    files = files_of(parquet_files(paths), names)
+    files = parquet_files(paths, names)
     if not files:  # every file names another topology: none of this group's rows is there
         return SCHEMA.empty_table().select(["ts", *SERIES, "value"])
+    # The series' labels read as dictionaries: each file's few distinct names decoded once, not per
+    # row (:func:`encode` takes their codes as they are).
+    parquet = pds.ParquetFileFormat(read_options=pds.ParquetReadOptions(dictionary_columns=list(SERIES)))
     try:
-        dataset = pds.dataset(files, format="parquet")
+        dataset = pds.dataset(files, format=parquet)
     except (OSError, pa.ArrowInvalid) as err:
         raise AggregationError(f"samples: cannot read {', '.join(paths)}: {err}") from None
-    check_columns(((f.name, str(f.type)) for f in dataset.schema), arrow=True)
+    check_columns(((f.name, str(_stored(f.type))) for f in dataset.schema), arrow=True)
     # The range is implied by the set; said apart, it lets Parquet's row-group statistics skip what
     # lies outside it (pyarrow prunes on comparisons, not on is_in): a fleet task reads its group only.
     condition = (pc.field("topology") >= names[0]) & (pc.field("topology") <= names[-1])
@@ -137,6 +139,11 @@ def read(paths: Sequence[str], topologies: Sequence[str], params: Params) -> pa.
     if params.end is not None:
         condition &= pc.field("ts") <= pa.scalar(params.end, pa.timestamp("ms", tz="UTC"))
     return dataset.to_table(columns=["ts", *SERIES, "value"], filter=condition)
+
+
+def _stored(kind: pa.DataType) -> pa.DataType:
+    """A column's type as stored: a label read as a dictionary is its values' type."""
+    return kind.value_type if pa.types.is_dictionary(kind) else kind
 
 
 def encode(table: pa.Table) -> Codes:

@@ -9,6 +9,7 @@ reject the same malformed inputs with the same one-line messages.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -37,25 +38,50 @@ class UnsettledWindowError(AggregationError):
     nothing is wrong with the input, the window has not yet got past the change and its settling."""
 
 
-def parquet_files(paths: Sequence[str]) -> list[str]:
+def _hidden(name: str) -> bool:
+    """A file being written, Spark's ``_SUCCESS``, a hidden directory: not data."""
+    return name.startswith((".", "_"))
+
+
+def _walk(root: str, wanted: frozenset[str] | None) -> list[str]:
+    """The Parquet files under ``root`` at any depth, hidden names skipped; with ``wanted``, a
+    ``topology=<name>`` directory of another topology is not entered (one ``os.scandir`` per directory
+    entered: a fleet task walks its own partitions, not the fleet's 24,000 files)."""
+    found: list[str] = []
+    todo = [root]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if _hidden(entry.name):
+                    continue
+                if entry.is_dir():
+                    topology = (
+                        entry.name.removeprefix("topology=") if entry.name.startswith("topology=") else None
+                    )
+                    if wanted is None or topology is None or topology in wanted:
+                        todo.append(entry.path)
+                elif entry.name.endswith(".parquet") and entry.is_file():
+                    found.append(entry.path)
+    return sorted(found)
+
+
+def parquet_files(paths: Sequence[str], topologies: Sequence[str] | None = None) -> list[str]:
     """``paths`` with each local directory replaced by the Parquet files under it, at any depth and
     sorted (``topology=<name>/hour=<…>/`` partitions included); URLs (``s3://…``) and files are kept.
 
     Every engine then reads the same files and only the contract's columns: a directory's
     ``key=value`` names are not turned into columns. Names starting with ``.`` or ``_`` are skipped
-    (a file being written, Spark's ``_SUCCESS``); a directory without Parquet files is an error."""
+    (a file being written, Spark's ``_SUCCESS``); a directory without Parquet files is an error. With
+    ``topologies``, the files of :func:`files_of` those topologies, found without entering another
+    topology's partitions (a directory without any of theirs is then no error: the group has none)."""
+    wanted = None if topologies is None else frozenset(topologies)
     files: list[str] = []
     for raw in paths:
-        path = Path(raw)
-        if "://" in raw or not path.is_dir():
-            files.append(raw)
+        if "://" in raw or not Path(raw).is_dir():
+            files.extend(files_of([raw], topologies) if topologies is not None else [raw])
             continue
-        found = sorted(
-            str(f)
-            for f in path.rglob("*.parquet")
-            if f.is_file() and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts)
-        )
-        if not found:
+        found = _walk(raw, wanted)
+        if not found and wanted is None:
             raise AggregationError(f"samples: no Parquet files under {raw}")
         files.extend(found)
     return files
