@@ -217,9 +217,9 @@ bench-aggregation: venv
 # Spark local[2] (grouped and DataFrame) against the single process (stopped past 16 GB of RSS);
 # HOURS="1 6" runs fewer, ENGINES="spark-grouped local" skips the DataFrame job (~90 min at 24 h).
 .PHONY: bench-fleet-spark
-## bench-fleet-spark: the publisher's aggregation on a fleet's day, wall/CPU time and peak memory per engine and size (the grouped engine on local[2] and on a standalone cluster of a master and two workers started from PySpark's distribution, the DataFrame job, the single process: same data, same run), table on stdout, plot in bench/out/fleet-spark.png (the grouped engine's day about 19 minutes; generating the 24 h input about 8 minutes the first time)
+## bench-fleet-spark: the publisher's aggregation on a fleet's day, wall/CPU time and peak memory per engine and size (the grouped engine on local[2] and on a standalone cluster of a master and two workers started from PySpark's distribution, the DataFrame job, the single process: same data, same run), table on stdout, plot in bench/out/fleet-spark.png (the grouped engine's day about 7 minutes from the scheduled export's partitions, LAYOUT=partitioned, about 18 from hourly files; generating the 24 h input about 8 minutes the first time)
 bench-fleet-spark: venv
-	$(BIN)/python -m bench.fleet_spark $(if $(HOURS),--hours $(HOURS)) $(if $(ENGINES),--engines $(ENGINES))
+	$(BIN)/python -m bench.fleet_spark $(if $(HOURS),--hours $(HOURS)) $(if $(ENGINES),--engines $(ENGINES)) $(if $(LAYOUT),--layout $(LAYOUT))
 
 # helm for the chart tests (tests/harness/kubernetes/helm.py, Go module in tests/harness/assets/helm/). Standard library only.
 .PHONY: helm-bin
