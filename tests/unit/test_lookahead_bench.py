@@ -35,7 +35,7 @@ def test_the_known_schedule_is_a_valid_spec_and_forecasts_the_rise_a_lead_early(
 
 def figures(**changed: Any) -> dict[str, Any]:
     base = {
-        "scale_out_applied_s": 150.0,
+        "first_scale_out_s": 150.0,
         "peak_lag": 2000.0,
         "backlog_s": 300.0,
         "unit_seconds": 4000.0,
@@ -47,7 +47,7 @@ def figures(**changed: Any) -> dict[str, Any]:
 
 
 def test_the_table_compares_each_way_with_reactive_of_the_same_run() -> None:
-    rows = [Row("reactive", figures()), Row("schedule", figures(scale_out_applied_s=-60.0, peak_lag=500.0))]
+    rows = [Row("reactive", figures()), Row("schedule", figures(first_scale_out_s=-60.0, peak_lag=500.0))]
     lines = table(rows).splitlines()
     assert lines[2].startswith("| reactive | +150 | 2000 | 300 | 4000 | +200 | 8000 | 0 | 1.00 |")
     assert lines[3].startswith("| schedule | -60 | 500 | 300 | 4000 | +200 | 8000 | 0 | 0.25 | 1.00 | 1.00 |")
@@ -83,4 +83,5 @@ def test_the_report_counts_backlog_seconds_and_unit_seconds_from_its_ticks() -> 
     assert figures["backlog_s"] == 3 * TICK_S
     assert figures["unit_seconds"] == TICK_S * (4 * 4 + 5 * 4)
     assert figures["peak_lag"] == 900.0
+    assert figures["first_scale_out_s"] == 4 * TICK_S - load.low_s  # applied at the fifth tick
     assert "backlog_s: 30.0" in report.table()

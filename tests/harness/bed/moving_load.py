@@ -26,6 +26,7 @@ from tests.harness.bed.scenarios import JVM_KAFKA_AUTO
 from tests.harness.bed.stack import Scenario, Stack, storm_topology
 from tests.harness.bed.timeline import (
     Tick,
+    applied_changes,
     changes_between,
     converged_at,
     drained_at,
@@ -151,6 +152,10 @@ class AutoReport:
             ),
             "scale_out_decided_s": None if rise_decided is None else rise_decided - self.rise_at,
             "scale_out_applied_s": reaction_s(self.ticks, self.rise_at),
+            # the first applied rise of the budget, from the rise: negative when it came before it
+            "first_scale_out_s": next(
+                (at - self.rise_at for at, budget in applied_changes(self.ticks) if budget > 0), None
+            ),
             "steps_up": len(up),
             "budgets_up": [b for _, b in up],
             "converged_s": None if converged is None else converged - self.rise_at,
