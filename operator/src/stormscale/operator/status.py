@@ -9,7 +9,7 @@ each says how soon a degraded resource is looked at again (:data:`RETRY_AFTER`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -135,11 +135,16 @@ def timestamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse_timestamp(text: str) -> datetime:
+    """The UTC time :func:`timestamp` wrote (``2026-11-22T12:00:00Z``)."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
 def seconds_since(text: str | None, now: datetime) -> float:
     """Seconds from the time :func:`timestamp` wrote to ``now`` (infinite when there is none)."""
     if not text:
         return float("inf")
-    then = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=now.tzinfo)
+    then = parse_timestamp(text).replace(tzinfo=now.tzinfo)
     return (now - then).total_seconds()
 
 

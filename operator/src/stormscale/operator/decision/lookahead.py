@@ -28,7 +28,13 @@ from datetime import UTC, datetime
 
 from stormscale.operator.policy import ForecastKind, LookAheadSpec
 from stormscale.operator.ports import MeasuredProfile
-from stormscale.operator.status import MAX_DEMAND_POINTS, AutoscalerState, DemandPoint, timestamp
+from stormscale.operator.status import (
+    MAX_DEMAND_POINTS,
+    AutoscalerState,
+    DemandPoint,
+    parse_timestamp,
+    timestamp,
+)
 from stormscale.planner import ForecastSlot, forecast_max, linear_forecast, offered_rate, scaled_to
 from stormscale.samples import parse_duration
 
@@ -78,7 +84,7 @@ def look_ahead(spec: LookAheadSpec) -> LookAhead:
     start = 0.0
     period = None
     if schedule is not None:
-        start = datetime.strptime(schedule.start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+        start = parse_timestamp(schedule.start).timestamp()
         period = None if schedule.period is None else parse_duration(schedule.period)
     return LookAhead(
         lead_s=parse_duration(spec.lead),
@@ -156,10 +162,6 @@ def with_point(state: AutoscalerState | None, at: datetime, rate: float) -> Auto
     return state.model_copy(update={"demand_history": points[-MAX_DEMAND_POINTS:]})
 
 
-def _unix(stamp: str) -> float:
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
 def forecast(look: LookAhead, history: Sequence[DemandPoint], current: float, now: datetime) -> Forecast:
     """The forecast of ``look``'s kind: the schedule's over ``[now, now + lead]``; the regression's
     over the lead from the newest window's end (the time the profile describes: a published profile's
@@ -168,7 +170,7 @@ def forecast(look: LookAhead, history: Sequence[DemandPoint], current: float, no
         return schedule_forecast(current, now.timestamp(), look)
     if len(history) < 2:
         return Forecast(current, f"regression: {len(history)} window(s) so far, the current demand until 2")
-    times = [_unix(p.at) for p in history]
+    times = [parse_timestamp(p.at).timestamp() for p in history]
     return regression_forecast(times, [p.rate for p in history], times[-1], look)
 
 
