@@ -5,9 +5,9 @@
 #
 # The image runs as a non-root user and needs no writable root filesystem (the chart mounts an
 # emptyDir at /tmp). Its contents are installed by operator/image/install.sh from the hash-locked
-# operator/requirements.lock (pip --require-hashes); tests/integration/test_packaging.py runs the same
-# script into a fresh virtual environment and starts the operator from it, because no Docker engine runs
-# in CI.
+# operator/requirements.lock (pip --require-hashes); tests/integration/test_packaging.py checks the built
+# image's contents against that lock and starts its entry point from the image's root filesystem (buildah,
+# no Docker engine in CI).
 #
 # The base image is named by tag; to pin it by digest, look the digest up where you pull from
 # (`docker buildx imagetools inspect python:3.11-slim`) and build with

@@ -1,8 +1,9 @@
 """Packaging on real parts: helm (built from Go modules) lints, renders and installs the chart into the
 real API server; the operator then runs with the chart's ServiceAccount token, not the admin's, and
 the API-server scenario passes. Removing a rule the operator needs makes it fail. The image's contents
-(operator/image/install.sh, which the Dockerfile runs) are installed into a fresh virtual environment
-and the operator's entry point is started from it, since no Docker engine runs here.
+match the lock and its entry point serves health: from the built image's root filesystem when
+``make test`` built it (``STORMSCALE_BED_OPERATOR=image``), else installed by operator/image/install.sh
+(what the Dockerfile runs) into a fresh prefix, since no Docker engine runs here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import secrets
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,13 @@ from stormscale.operator import handlers
 from stormscale.planner import Topology, load_profile
 from stormscale.publish import cli as publish_cli
 from stormscale.publish.kube import FleetApi
+from tests.harness.bed.operator_image import (
+    OperatorRootfs,
+    env_command,
+    from_image,
+    image_argv,
+    project_kubeconfig,
+)
 from tests.harness.fakes.ports import FakeNimbus, FakeProfiler, with_fakes
 from tests.harness.kubernetes.binaries import kubernetes_version
 from tests.harness.kubernetes.control_plane import ControlPlane
@@ -48,6 +58,7 @@ REPO = Path(__file__).parents[2]
 CHART = REPO / "charts" / "stormscale"
 RELEASE, RELEASE_NS = "ss", "stormscale-system"
 ROLE = "ss-stormscale"
+IMAGE_PREFIX = "/opt/stormscale"  # where the Dockerfile installs the operator's contents
 KUBE_VERSION = kubernetes_version()
 
 
@@ -336,11 +347,35 @@ def test_removing_one_rule_breaks_the_scenario(
         )
 
 
-def test_image_contents_install_and_the_entry_point_serves_health(
-    installed: Path, control_plane: ControlPlane, tmp_path: Path
-) -> None:
-    dockerfile = (REPO / "Dockerfile").read_text()
-    assert "RUN sh operator/image/install.sh /opt/stormscale" in dockerfile
+@dataclass(frozen=True)
+class PackagedOperator:
+    """The operator as packaged: what ``pip freeze`` lists in it, and how to run its entry point."""
+
+    frozen: list[str]
+    argv: list[str]
+    env: dict[str, str]
+
+
+@contextmanager
+def packaged_operator(tmp_path: Path, kubeconfig: Path, kopf_args: list[str]) -> Iterator[PackagedOperator]:
+    """The built image's contents when ``STORMSCALE_BED_OPERATOR=image`` (``make test`` builds the image
+    first): its root filesystem mounted, ``pip freeze`` and the entrypoint run in it as the image's user;
+    else ``operator/image/install.sh`` (what the Dockerfile runs) into a fresh prefix."""
+    if from_image(os.environ):
+        mounted = OperatorRootfs.mount()
+        try:
+            freeze = env_command(
+                mounted.config.env, [f"{IMAGE_PREFIX}/bin/pip", "freeze", "--disable-pip-version-check"]
+            )
+            argv = ["chroot", f"--userspec={mounted.config.user}", str(mounted.rootfs), *freeze]
+            frozen = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120).stdout
+            secrets_dir = tmp_path / "secrets"
+            inside = project_kubeconfig(kubeconfig, secrets_dir, mounted.config.user)
+            run = image_argv(mounted, secrets_dir, kopf_args, {"KUBECONFIG": inside})
+            yield PackagedOperator(frozen.splitlines(), run, dict(os.environ))
+        finally:
+            mounted.remove()
+        return
     prefix = tmp_path / "image"
     subprocess.run(
         ["sh", str(REPO / "operator" / "image" / "install.sh"), str(prefix)], check=True, timeout=900
@@ -350,27 +385,52 @@ def test_image_contents_install_and_the_entry_point_serves_health(
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.splitlines()
-    # pip freeze leaves out pip and setuptools (the lock's build backend)
-    lock = {n: v for n, v in lock_pins(REPO / "operator" / "requirements.lock").items() if n != "setuptools"}
-    installed_deps = {n: v for n, v in pins(frozen).items() if not n.startswith("stormscale-")}
-    assert installed_deps == lock, "operator/requirements.lock is stale: run make lock"
-    assert not any(line.lower().startswith("pyspark") for line in frozen)  # no Spark in the image
-    namespace = f"img-{secrets.token_hex(3)}"
-    control_plane.kubectl("create", "namespace", namespace)
-    port = free_port()
+    ).stdout
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
-    env["KUBECONFIG"] = str(installed)
-    argv = [
-        str(prefix / "bin" / "kopf"),
+    yield PackagedOperator(
+        frozen.splitlines(),
+        [str(prefix / "bin" / "kopf"), *kopf_args],
+        {**env, "KUBECONFIG": str(kubeconfig)},
+    )
+
+
+def test_image_contents_install_and_the_entry_point_serves_health(
+    installed: Path, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert f"RUN sh operator/image/install.sh {IMAGE_PREFIX}" in dockerfile
+    namespace = f"img-{secrets.token_hex(3)}"
+    port = free_port()
+    kopf_args = [
         "run",
         "--standalone",
         f"--namespace={namespace}",
         f"--liveness=http://127.0.0.1:{port}/healthz",
         "--module=stormscale.operator.handlers",
     ]
+    with packaged_operator(tmp_path, installed, kopf_args) as packaged:
+        # pip freeze leaves out pip and setuptools (the lock's build backend)
+        lock = {
+            n: v for n, v in lock_pins(REPO / "operator" / "requirements.lock").items() if n != "setuptools"
+        }
+        installed_deps = {n: v for n, v in pins(packaged.frozen).items() if not n.startswith("stormscale-")}
+        assert installed_deps == lock, "operator/requirements.lock is stale: run make lock"
+        assert not any(
+            line.lower().startswith("pyspark") for line in packaged.frozen
+        )  # no Spark in the image
+        serves_health(control_plane, namespace, packaged, port, tmp_path)
+
+
+def serves_health(
+    control_plane: ControlPlane, namespace: str, packaged: PackagedOperator, port: int, tmp_path: Path
+) -> None:
+    """The packaged entry point answers /healthz and, with no Nimbus to reach, marks a resource
+    Degraded and leaves its Deployment alone."""
+    control_plane.kubectl("create", "namespace", namespace)
     log = (tmp_path / "operator.log").open("w")
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        packaged.argv, cwd=tmp_path, env=packaged.env, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         healthz = f"http://127.0.0.1:{port}/healthz"
         wait_for(lambda: http_ok(healthz), 90, "the installed operator's /healthz")
