@@ -250,9 +250,7 @@ def unix(text: str | None) -> float | None:
 
 
 def _status_fields(status: Mapping[str, Any]) -> tuple[int | None, int | None, dict[str, int], str]:
-    conditions: dict[str, Mapping[str, Any]] = {c["type"]: c for c in status.get("conditions", [])}
-    ready, degraded = conditions.get("Ready", {}), conditions.get("Degraded", {})
-    reason = degraded.get("reason", "") if degraded.get("status") == "True" else ready.get("reason", "")
+    reason = str(_reporting_condition(status).get("reason", ""))
     autoscaler = status.get("autoscaler") or {}
     return (
         status.get("appliedBudget"),
@@ -260,6 +258,18 @@ def _status_fields(status: Mapping[str, Any]) -> tuple[int | None, int | None, d
         dict(status.get("units") or {}),
         reason,
     )
+
+
+def _reporting_condition(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``Degraded`` while it holds, else ``Ready``: the condition that says what the operator does."""
+    conditions: dict[str, Mapping[str, Any]] = {c["type"]: c for c in status.get("conditions", [])}
+    degraded = conditions.get("Degraded", {})
+    return degraded if degraded.get("status") == "True" else conditions.get("Ready", {})
+
+
+def _condition_message(status: Mapping[str, Any]) -> str:
+    """The message of :func:`_reporting_condition`."""
+    return str(_reporting_condition(status).get("message", ""))
 
 
 def known_schedule(load: MovingLoad, started: float, lead: str = "2m") -> dict[str, Any]:
@@ -293,6 +303,7 @@ def run_moving_load(
         resource["spec"]["scaling"]["lookAhead"] = look_ahead(report.started)
     stack.kubectl_apply(resource)
     counts: list[tuple[float, int]] = []
+    said = ""
     while generator.running:
         tick_start = time.monotonic()
         at, count = time.time(), seen_count(stack, scenario)
@@ -320,6 +331,10 @@ def run_moving_load(
             f"{'–' if sink is None else f'{sink:.1f}'}/s lag {tick.lag} "
             f"applied {applied} desired {desired} {reason}"
         )
+        message = _condition_message(status)
+        if message != said:  # why the operator waits, once per change (a CI log shows it)
+            stack.log(f"[auto]       {message}")
+            said = message
         time.sleep(max(0.0, TICK_S - (time.monotonic() - tick_start)))
     generator.wait()
     report.produced = generator.produced

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stormscale.operator.autoscale import Sizing
 from stormscale.operator.decision import (
     Act,
@@ -18,6 +20,7 @@ from stormscale.operator.decision import (
     decide,
 )
 from stormscale.operator.decision.auto import Needed, auto_target, congestion_need
+from stormscale.operator.decision.core import MIN_UNSTEADY_RETRY_S
 from stormscale.operator.policy import Policy, parse_spec
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.status import SCALING_LIMITED, AutoscalerState, Reason, StormTopologyStatus
@@ -115,6 +118,15 @@ def test_a_profile_that_failed_is_degraded_and_a_settling_one_is_waited_for() ->
     old = decide(seen(measured=stale), policy(), status)
     assert (old.act, old.reason) == (Act.DEGRADED, Reason.STALE_METRICS)
     assert old.message == "a restart; newest samples are 10000s old"
+    assert old.retry_after is None  # the reason's usual wait
+
+
+@pytest.mark.parametrize(("step", "retry_s"), [("10s", 10.0), ("45s", 45.0), ("1s", MIN_UNSTEADY_RETRY_S)])
+def test_an_unsteady_window_is_degraded_and_looked_at_again_one_step_later(step: str, retry_s: float) -> None:
+    unsteady = ProfileFailure(Reason.STALE_METRICS, "rates of 4 are not steady", unsteady=True)
+    decision = decide(seen(measured=unsteady), policy("Auto", step=step, window="10m"), StormTopologyStatus())
+    assert (decision.act, decision.reason) == (Act.DEGRADED, Reason.STALE_METRICS)
+    assert decision.retry_after == retry_s
 
 
 def test_auto_moves_to_the_needed_budget_from_congestion_or_a_sizing_alike() -> None:

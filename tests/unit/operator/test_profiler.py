@@ -17,7 +17,7 @@ from stormscale.aggregation.aggregates import Aggregates, ComponentStats
 from stormscale.aggregation.structure import ComponentSpec as StructureComponent
 from stormscale.aggregation.structure import Structure, parse_structure
 from stormscale.operator.adapters.profiler import PrometheusProfiler, sink_throughput, structure_of
-from stormscale.operator.ports import SettlingError, StaleMetricsError
+from stormscale.operator.ports import SettlingError, StaleMetricsError, UnsteadyWindowError
 from stormscale.planner import FlowModel, Topology, load_profile, throughput
 from stormscale.samples import Sample
 from stormscale.storm.model import ComponentSpec, Kind, StreamId, TopologyStructure
@@ -143,9 +143,9 @@ def test_too_few_steady_intervals_after_a_rebalance_is_settling_with_the_newest_
     assert info.value.newest_age_s == pytest.approx(63.0)  # reconcile calls this stale, not settling
 
 
-def test_unsteady_rates_are_refused() -> None:
+def test_unsteady_rates_are_refused_as_an_unsteady_window() -> None:
     noisy = synthetic.Scenario(name="diamond", duration_s=600, noise=0.6, seed=7)
-    with pytest.raises(StaleMetricsError, match="not steady"):
+    with pytest.raises(UnsteadyWindowError, match="not steady"):
         profiler(rows_of(DIAMOND, noisy)).profile("diamond", 300)
 
 

@@ -13,7 +13,13 @@ import pytest
 from stormscale.operator.decision.planning import InvalidProfileError, planning_model, planning_start
 from stormscale.operator.packing import first_problems
 from stormscale.operator.policy import InvalidSpecError, Policy, parse_spec
-from stormscale.operator.ports import RefusedError, SettlingError, StaleMetricsError, UnavailableError
+from stormscale.operator.ports import (
+    RefusedError,
+    SettlingError,
+    StaleMetricsError,
+    UnavailableError,
+    UnsteadyWindowError,
+)
 from stormscale.operator.reconcile import Resource, reconcile
 from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import load_profile, parse_profile
@@ -234,6 +240,19 @@ def test_bad_or_missing_inputs_mean_no_action(setup: Any, reason: str) -> None:
     assert conditions(outcome)["Ready"][0] == "False"
     assert [j for j in w.journal if j[0] in {"scale", "rebalance"}] == []
     assert [e[:2] for e in w.events.posted] == [("Warning", reason)]
+
+
+def test_an_unsteady_window_is_degraded_and_looked_at_again_one_metrics_step_later() -> None:
+    """A load change inside the window: no action, StaleMetrics, and the next look when the window has
+    moved by one step (the spec's 10 s), not the stale-metrics wait of 30 s."""
+    w = world()
+    w.profiler.fail = UnsteadyWindowError("rates of 1, 4 are not steady over the window")
+    outcome = run(w, policy())
+    assert conditions(outcome)["Degraded"] == ("True", "StaleMetrics")
+    assert outcome.retry_after == 10
+    assert [j for j in w.journal if j[0] in {"scale", "rebalance"}] == []
+    w.profiler.fail = StaleMetricsError("only 2 samples in 5m")
+    assert run(w, policy(), outcome.status).retry_after == 30
 
 
 def test_a_window_still_settling_after_a_change_waits_without_a_warning() -> None:

@@ -81,14 +81,15 @@ class Book:
             previous=self.before.condition(kind),
         )
 
-    def degraded(self, reason: Reason, message: str) -> Outcome:
-        """No action: say why, once (a Warning only when the reason changes), and when to look again."""
+    def degraded(self, reason: Reason, message: str, retry_after: float | None = None) -> Outcome:
+        """No action: say why, once (a Warning only when the reason changes), and when to look again
+        (``retry_after``, else the reason's :data:`RETRY_AFTER`)."""
         if not self.before.holds(DEGRADED, reason):
             self.events.append(("Warning", reason, message))
         self.set(DEGRADED, True, reason, message)
         self.set(READY, False, reason, message)
         self.set(PROGRESSING, False, reason, "No action while degraded")
-        return Outcome(self.status, RETRY_AFTER[reason])
+        return Outcome(self.status, RETRY_AFTER[reason] if retry_after is None else retry_after)
 
     def settling(self, message: str, retry_after: float) -> Outcome:
         """No action yet, and nothing wrong: the samples show a recent change (a rebalance, a restarted

@@ -26,6 +26,7 @@ from stormscale.operator.ports import (
     TooLargeError,
     UnavailableError,
     UnknownDemandError,
+    UnsteadyWindowError,
     Workers,
 )
 from stormscale.operator.status import PlacementStatus, Reason
@@ -229,6 +230,8 @@ def _profile(policy: Policy, ports: Ports) -> MeasuredProfile | ProfileFailure:
         return ProfileFailure(Reason.DEMAND_UNKNOWN, str(err))
     except SettlingError as err:
         return ProfileFailure(Reason.STALE_METRICS, str(err), err.newest_age_s)
+    except UnsteadyWindowError as err:
+        return ProfileFailure(Reason.STALE_METRICS, str(err), unsteady=True)
     except StaleMetricsError as err:
         return ProfileFailure(Reason.STALE_METRICS, str(err))
     except UnavailableError as err:

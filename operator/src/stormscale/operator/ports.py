@@ -60,6 +60,11 @@ class StaleMetricsError(UnavailableError):
     """The newest samples are older than the spec's ``metrics.maxAge``, or too few."""
 
 
+class UnsteadyWindowError(StaleMetricsError):
+    """The window's rates moved (the load changed within it): not a steady state yet. The window
+    moves one ``metrics.step`` at a time, so a step later it may be."""
+
+
 class SettlingError(StaleMetricsError):
     """Too few steady intervals since a change the samples show (a rebalance, a restarted worker),
     though samples still arrive: their newest is ``newest_age_s`` old. Reconcile reports it as

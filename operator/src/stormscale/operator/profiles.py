@@ -17,7 +17,13 @@ from typing import Any
 
 from stormscale.aggregation import PublishedError, parse_published
 from stormscale.operator.policy import ProfileSource
-from stormscale.operator.ports import MeasuredProfile, StaleMetricsError, UnavailableError, UnknownDemandError
+from stormscale.operator.ports import (
+    MeasuredProfile,
+    StaleMetricsError,
+    UnavailableError,
+    UnknownDemandError,
+    UnsteadyWindowError,
+)
 from stormscale.operator.status import Reason
 from stormscale.planner import (
     ComponentConfidence,
@@ -88,11 +94,12 @@ def check_usable(profile: Profile) -> None:
     """The checks every profile passes before a plan rests on it, measured or published: a steady
     window (``confidence.steady``) whose spouts' counts are not contradicted
     (:func:`contradicted_spouts`), some flow at the measured units, and a known demand wherever a
-    bolt throttles a spout. Raises :class:`StaleMetricsError` or :class:`UnknownDemandError`."""
+    bolt throttles a spout. Raises :class:`StaleMetricsError` (:class:`UnsteadyWindowError` for an
+    unsteady window) or :class:`UnknownDemandError`."""
     model, confidence = profile.topology, profile.confidence
     if not confidence.steady:
         unstable = ", ".join(confidence.unstable) or "unknown components"
-        raise StaleMetricsError(f"rates of {unstable} are not steady over the window; not planning on them")
+        raise UnsteadyWindowError(f"rates of {unstable} are not steady over the window; not planning on them")
     contradicted = contradicted_spouts(confidence)
     if contradicted:
         raise StaleMetricsError(

@@ -86,7 +86,7 @@ def _reconcile(resource: Resource, policy: Policy, st: Book, ports: Ports) -> Ou
     act, budget = decision.act, decision.budget
     if act is Act.DEGRADED:
         assert decision.reason is not None
-        return st.degraded(decision.reason, decision.message)
+        return st.degraded(decision.reason, decision.message, decision.retry_after)
     if act is Act.SETTLING:
         return st.settling(decision.message, RETRY_REBALANCE_S)
     if act is Act.STABLE:

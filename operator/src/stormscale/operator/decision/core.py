@@ -78,6 +78,8 @@ from stormscale.planner import (
 
 #: Seconds between Auto's passes over a stable topology.
 AUTO_PERIOD_S = 60.0
+#: Fewest seconds between passes while the window is not steady (a tiny ``metrics.step`` makes no busy loop).
+MIN_UNSTEADY_RETRY_S = 5.0
 #: Degraded reasons that end an apply for good: held until the spec (or Auto's budget) changes.
 GIVEN_UP = (Reason.APPLY_REFUSED, Reason.REBALANCE_NOT_APPLIED)
 #: An event to post: its type (Normal, Warning), reason and message.
@@ -115,7 +117,8 @@ class Decision:
     planned: bool = False
     #: Manual and Recommend: why no sizing is shown beside the plan (``None``: it is, or none asked).
     note: str | None = None
-    #: Stable: when to look again (``None``: only on a change).
+    #: Stable: when to look again (``None``: only on a change); Degraded: ``None`` is the reason's
+    #: usual wait (:data:`~stormscale.operator.status.RETRY_AFTER`).
     retry_after: float | None = None
 
 
@@ -241,6 +244,14 @@ def _profile(draft: _Draft) -> MeasuredProfile | Decision:
     return ahead
 
 
+def unsteady_retry_s(policy: Policy) -> float:
+    """When a window that was not steady is looked at again: one ``metrics.step`` later (at least
+    :data:`MIN_UNSTEADY_RETRY_S`). The window moves a step at a time and a load's change leaves it a
+    step at a time, so a later look finds nothing new and an earlier one delays Auto's reaction: with
+    the stale-metrics wait of 30 s, a rise was planned up to 30 s after its window had become steady."""
+    return max(policy.step_s, MIN_UNSTEADY_RETRY_S)
+
+
 def _trusted_profile(draft: _Draft) -> MeasuredProfile | Decision:
     """The profile to plan on: the published one where the spec asks for it and it is usable, else
     the in-process one; or the decision that measures one, or says why there is none."""
@@ -261,6 +272,13 @@ def _trusted_profile(draft: _Draft) -> MeasuredProfile | Decision:
         if age is not None and age <= policy.max_age_s:
             message = f"Waiting for a steady window after a change: {measured.message}"
             return draft.done(Act.SETTLING, message=message)
+        if measured.unsteady:
+            return draft.done(
+                Act.DEGRADED,
+                reason=measured.reason,
+                message=measured.message,
+                retry_after=unsteady_retry_s(policy),
+            )
         if age is not None:
             return draft.degraded(
                 Reason.STALE_METRICS, f"{measured.message}; newest samples are {age:.0f}s old"

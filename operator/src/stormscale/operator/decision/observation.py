@@ -57,11 +57,13 @@ class PublishedRead:
 class ProfileFailure:
     """Why the in-process profile could not be measured; ``newest_age_s``: the samples show a recent
     change and too few steady intervals since, their newest this old (settling, not stale, when
-    within ``metrics.maxAge``)."""
+    within ``metrics.maxAge``); ``unsteady``: the window's rates moved, and a window one step later
+    may be steady."""
 
     reason: Reason
     message: str
     newest_age_s: float | None = None
+    unsteady: bool = False
 
 
 class Need(StrEnum):
