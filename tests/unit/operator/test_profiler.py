@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from stormscale.aggregation import AggregationError
 from stormscale.aggregation.aggregates import Aggregates, ComponentStats
 from stormscale.aggregation.structure import ComponentSpec as StructureComponent
 from stormscale.aggregation.structure import Structure, parse_structure
-from stormscale.operator.adapters.profiler import PrometheusProfiler, sink_throughput, structure_of
+from stormscale.operator.adapters.profiler import PrometheusProfiler, naming, sink_throughput, structure_of
 from stormscale.operator.ports import SettlingError, StaleMetricsError, UnsteadyWindowError
 from stormscale.planner import FlowModel, Topology, load_profile, throughput
 from stormscale.samples import Sample
@@ -141,6 +142,13 @@ def test_too_few_steady_intervals_after_a_rebalance_is_settling_with_the_newest_
     with pytest.raises(SettlingError) as info:
         profiler(rows_of(DIAMOND, rebalanced), newest_s=END_S - 60).profile("diamond", 300)
     assert info.value.newest_age_s == pytest.approx(63.0)  # reconcile calls this stale, not settling
+
+
+def test_an_aggregation_error_names_the_topology_once() -> None:
+    assert naming("linear", AggregationError("topology 'linear', component '2': no tuples")) == (
+        "topology 'linear', component '2': no tuples"
+    )
+    assert naming("linear", AggregationError("samples: none")) == "topology 'linear': samples: none"
 
 
 def test_unsteady_rates_are_refused_as_an_unsteady_window() -> None:

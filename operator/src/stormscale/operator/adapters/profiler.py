@@ -253,12 +253,18 @@ class PrometheusProfiler:
         try:
             (profile,), aggregates = typed_profile_table(table(rows), [structure], params)
         except UnsettledWindowError as err:
-            raise SettlingError(f"topology {topology!r}: {err}", age_s) from None
+            raise SettlingError(naming(topology, err), age_s) from None
         except AggregationError as err:
-            raise StaleMetricsError(f"topology {topology!r}: {err}") from None
+            raise StaleMetricsError(naming(topology, err)) from None
         except ProfileError as err:  # the builder validates already; kept as a guard
             raise StaleMetricsError(f"measured profile is invalid: {err}") from None
         return profile, aggregates
+
+
+def naming(topology: str, err: Exception) -> str:
+    """``err``'s message led by the topology's name, once (the aggregation names it in some)."""
+    text, name = str(err), f"topology {topology!r}"
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def mark_demand(
