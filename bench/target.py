@@ -117,12 +117,21 @@ def strategies(sizings: Sequence[str], quick: bool) -> list[Strategy]:
     return [s for z in sizings for s in (Strategy(z, "SAM", 2), Strategy(z, None, 1))]
 
 
+#: The profile's window: a fixed load needs no quick reaction, and a longer window reads capacity closer.
+TARGET_WINDOW = "90s"
+
+
 def scenario_for(strategy: Strategy) -> Scenario:
     """The Kafka-fed JVM linear topology on pods of the strategy's size, under the fixed load; a name
     (Deployment, topic, consumer group) of its own per run."""
     name = f"e2e-target-{strategy.sizing.lower()}-k{strategy.slots_per_pod}"
     return dataclasses.replace(
-        JVM_KAFKA_AUTO, name=name, topic=name, load=LOAD, slots_per_pod=strategy.slots_per_pod
+        JVM_KAFKA_AUTO,
+        name=name,
+        topic=name,
+        window=TARGET_WINDOW,
+        load=LOAD,
+        slots_per_pod=strategy.slots_per_pod,
     )
 
 

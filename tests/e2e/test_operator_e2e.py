@@ -323,6 +323,7 @@ SAM_TARGET = dataclasses.replace(
     JVM_KAFKA_AUTO,
     name="e2e-sam-target",
     topic="e2e-sam-target",
+    window=target_bench.TARGET_WINDOW,
     load=target_bench.LOAD,
     slots_per_pod=2,
 )

@@ -358,10 +358,10 @@ def run_moving_load(
 #: 2, budget 1, one step. With bolt 2 at 8 ms a tuple (19.5-23/s) and a 70 % target (22.9/s) the plan sat
 #: on bolt 2's capacity: budget 1 or 2 by how busy bolt 2 read, and after budget 1 a second step a
 #: cooldown later, whose rebalance came so late in the high phase that the lag's peak met the fall.
-#: Measured (docs/evaluation.md): the low load is planned 40 s into the run; the rise seen 80-111 s after
-#: it (a 90 s window must be steady past it), applied 40-50 s later, the topology stopped ~50 s by the
-#: rebalance; scale-in is wished ~95 s after the sinks settle at the low load (the fall, or the drain if
-#: later) and applied 180-241 s after the fall: 60 s low, 390 s high, 315 s low again.
+#: Measured (docs/evaluation.md): the low load is planned 40 s into the run; the rise seen 80 s after it
+#: (a 60 s window must be steady past it; 80-160 s with 90 s windows, unsteady ones looked at again only
+#: after 30 s), applied 40 s later, the topology stopped ~50 s by the rebalance; scale-in is wished ~70 s
+#: after the fall and applied 150 s after it: 60 s low, 390 s high, 315 s low again.
 LOAD = MovingLoad(low=5, high=16, low_s=60, high_s=390, fall_s=315)
 SCALING = AutoScaling(target_utilization=0.8)
 

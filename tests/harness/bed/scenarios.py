@@ -151,8 +151,9 @@ JVM_KAFKA_LINEAR = dataclasses.replace(
 )
 
 #: Auto mode on a moving load (tests/harness/bed/moving_load.py): :data:`JVM_KAFKA_LINEAR` on a topic
-#: of its own, profiled over 90 s windows at 10 s (the load changes within minutes; a rebalance's first
-#: 30 s are dropped), so that Auto sees a step within about a minute. Bolt 2 costs 5 ms a tuple here
+#: of its own, profiled over 60 s windows at 10 s (the load changes within minutes; a rebalance's first
+#: 30 s are dropped, which leaves the 5 steady steps a profile needs), so that Auto sees a step about
+#: a window after it. Bolt 2 costs 5 ms a tuple here
 #: (8 ms on the linear runs, where it read 19.5-23/s per unit: on the edge of the high load's planned
 #: demand, so that whether Auto took one step or two depended on how busy bolt 2 read); bolt 3 reads
 #: 12-13.6/s per unit, the sink ~55/s; spout "1" stays at one unit.
@@ -161,7 +162,7 @@ JVM_KAFKA_AUTO = dataclasses.replace(
     properties={**JVM_KAFKA_LINEAR.properties, "c2.cost_us": 5000},
     name="e2e-jvm-kafka-auto",
     topic="e2e-jvm-kafka-auto",
-    window="90s",
+    window="60s",
     step="10s",
     settle="30s",
     max_age="30s",
