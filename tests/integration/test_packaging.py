@@ -29,6 +29,7 @@ from stormscale.planner import Topology, load_profile
 from stormscale.publish import cli as publish_cli
 from stormscale.publish.kube import FleetApi
 from tests.harness.bed.operator_image import (
+    SECRETS_DIR,
     OperatorRootfs,
     env_command,
     from_image,
@@ -58,6 +59,7 @@ REPO = Path(__file__).parents[2]
 CHART = REPO / "charts" / "stormscale"
 RELEASE, RELEASE_NS = "ss", "stormscale-system"
 ROLE = "ss-stormscale"
+PUBLISHER_IMAGE = "stormscale/publisher:0.1.0"  # make image-check builds it, make test does not
 IMAGE_PREFIX = "/opt/stormscale"  # where the Dockerfile installs the operator's contents
 KUBE_VERSION = kubernetes_version()
 
@@ -268,6 +270,44 @@ def test_the_publisher_publishes_with_its_service_account_and_may_do_no_more(
         managers = get(control_plane, namespace, "configmap/linear-profile", "--show-managed-fields")
         assert {m["manager"] for m in managers["metadata"]["managedFields"]} == {"stormscale-publish"}
     finally:
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+@pytest.mark.publisher_image
+def test_the_publisher_image_publishes_with_spark_as_its_user_on_a_read_only_root(
+    installed: Path, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The publisher's image (``make image-check`` builds it) as the CronJob runs it: its entrypoint as
+    its user, the root read-only and ``/tmp`` writable, the CronJob's token, Spark's default engine in
+    local mode: the profile's ConfigMap appears."""
+    namespace = f"pubimg-{secrets.token_hex(3)}"
+    control_plane.kubectl("create", "namespace", namespace)
+    mounted = OperatorRootfs.mount(PUBLISHER_IMAGE)
+    try:
+        resource = json.loads(manifest(namespace))
+        resource["spec"]["metrics"]["profile"] = "Published"
+        control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
+        inputs = tmp_path / "inputs"
+        kubeconfig = project_kubeconfig(
+            service_account_kubeconfig(control_plane, PUBLISHER), inputs, mounted.config.user
+        )
+        start = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+        scenario = synthetic.Scenario(name="linear", duration_s=900, noise=0.01, seed=3, start=start)
+        pq.write_table(synthetic.generate(handlers_linear(), scenario), inputs / "samples.parquet")
+        (inputs / "linear.json").write_text(json.dumps(synthetic.structure(handlers_linear(), scenario)))
+        for name in ("samples.parquet", "linear.json"):
+            (inputs / name).chmod(0o444)
+        args = ["--samples", f"{SECRETS_DIR}/samples.parquet", "--structure", f"{SECRETS_DIR}/linear.json"]
+        args += ["--namespace", namespace, "--end", "2026-03-01T10:15:00+00:00", "--master", "local[2]"]
+        env = {"KUBECONFIG": kubeconfig, "SPARK_LOCAL_DIRS": "/tmp/spark"}  # as the chart's CronJob
+        done = subprocess.run(
+            image_argv(mounted, inputs, args, env), capture_output=True, text=True, timeout=600, check=False
+        )
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        found = get(control_plane, namespace, "configmap/linear-profile")
+        assert found["data"]["window"] == "2026-03-01T10:00:00Z/2026-03-01T10:15:00Z"
+    finally:
+        mounted.remove()
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
