@@ -301,7 +301,11 @@ def test_the_publisher_image_publishes_with_spark_as_its_user_on_a_read_only_roo
         args += ["--namespace", namespace, "--end", "2026-03-01T10:15:00+00:00", "--master", "local[2]"]
         env = {"KUBECONFIG": kubeconfig, "SPARK_LOCAL_DIRS": "/tmp/spark"}  # as the chart's CronJob
         done = subprocess.run(
-            image_argv(mounted, inputs, args, env), capture_output=True, text=True, timeout=600, check=False
+            image_argv(mounted, inputs, args, env, runtime_mounts=True),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         found = get(control_plane, namespace, "configmap/linear-profile")

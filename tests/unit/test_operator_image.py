@@ -63,6 +63,16 @@ def test_the_root_is_read_only_with_a_tmpfs_and_the_secrets_then_chroot_as_the_u
     assert lines[-1] == f"exec chroot --userspec=10001:10001 {root} kopf run -m 'x y'"
 
 
+def test_proc_dev_and_hosts_are_mounted_only_when_asked_and_before_the_root_turns_read_only() -> None:
+    plain = chroot_script(Path("/r"), Path("/run/s"), "10001", ["x"]).splitlines()
+    assert not any(" proc " in line or "/dev" in line or "hosts" in line for line in plain)
+    lines = chroot_script(Path("/r"), Path("/run/s"), "10001", ["x"], runtime_mounts=True).splitlines()
+    read_only = lines.index("mount -o remount,bind,ro /r")
+    assert lines.index("mount -t proc proc /r/proc") < read_only
+    assert lines.index("mount --rbind /dev /r/dev") < read_only
+    assert lines.index("mount --bind /etc/hosts /r/etc/hosts") < read_only
+
+
 def test_the_user_ids_are_numeric_with_the_group_defaulting_to_the_user() -> None:
     assert user_ids("10001:10002") == (10001, 10002)
     assert user_ids("10001") == (10001, 10001)

@@ -64,14 +64,26 @@ def image_config(inspect_json: str) -> ImageConfig:
     return ImageConfig(config.get("User") or "0:0", list(config.get("Entrypoint") or []), env)
 
 
-def chroot_script(rootfs: Path, secrets: Path, user: str, command: Sequence[str]) -> str:
+def chroot_script(
+    rootfs: Path, secrets: Path, user: str, command: Sequence[str], *, runtime_mounts: bool = False
+) -> str:
     """The shell script run by ``unshare -m``: mounts, then ``exec chroot`` (the daemon's pid stays
-    the operator's, so a SIGTERM to it reaches Kopf)."""
+    the operator's, so a SIGTERM to it reaches Kopf). ``runtime_mounts``: ``/proc``, ``/dev`` and
+    ``/etc/hosts`` too, as a container runtime provides them (Java finds its libraries through
+    ``/proc/self/exe``, Spark's launcher reads ``/dev/fd``, PySpark binds ``localhost``); the host's
+    process table shows, there being no PID namespace."""
     root, target = shlex.quote(str(rootfs)), shlex.quote(f"{rootfs}{SECRETS_DIR}")
+    runtime = [
+        f"mount -t proc proc {root}/proc",
+        f"mount --rbind /dev {root}/dev",
+        f"touch {root}/etc/hosts",
+        f"mount --bind /etc/hosts {root}/etc/hosts",
+    ]
     steps = [
         "set -e",
         "mount --make-rprivate /",
         f"mount --bind {root} {root}",
+        *(runtime if runtime_mounts else []),
         f"mount --bind {shlex.quote(str(secrets))} {target}",
         f"mount -o remount,bind,ro {target}",
         f"mount -o remount,bind,ro {root}",
@@ -140,10 +152,18 @@ def project_kubeconfig(kubeconfig: Path, secrets: Path, user: str) -> str:
 
 
 def image_argv(
-    mounted: OperatorRootfs, secrets: Path, kopf_args: Sequence[str], env: Mapping[str, str]
+    mounted: OperatorRootfs,
+    secrets: Path,
+    kopf_args: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    runtime_mounts: bool = False,
 ) -> list[str]:
     """The host command that runs the image's entrypoint with ``kopf_args`` (as a pod's args
-    replace the image's CMD) and ``env`` over the image's own environment."""
+    replace the image's CMD) and ``env`` over the image's own environment (``runtime_mounts``:
+    :func:`chroot_script`)."""
     command = env_command({**mounted.config.env, **env}, [*mounted.config.entrypoint, *kopf_args])
-    script = chroot_script(mounted.rootfs, secrets, mounted.config.user, command)
+    script = chroot_script(
+        mounted.rootfs, secrets, mounted.config.user, command, runtime_mounts=runtime_mounts
+    )
     return ["unshare", "--mount", "sh", "-c", script]
