@@ -256,10 +256,7 @@ def test_the_publisher_publishes_with_its_service_account_and_may_do_no_more(
         resource = json.loads(manifest(namespace))
         resource["spec"]["metrics"]["profile"] = "Published"
         control_plane.kubectl("apply", "-f", "-", stdin=json.dumps(resource))
-        start = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
-        scenario = synthetic.Scenario(name="linear", duration_s=900, noise=0.01, seed=3, start=start)
-        pq.write_table(synthetic.generate(handlers_linear(), scenario), tmp_path / "samples.parquet")
-        (tmp_path / "linear.json").write_text(json.dumps(synthetic.structure(handlers_linear(), scenario)))
+        write_publisher_inputs(tmp_path)
         argv = ["--samples", str(tmp_path / "samples.parquet"), "--structure", str(tmp_path / "linear.json")]
         argv += ["--namespace", namespace, "--end", "2026-03-01T10:15:00+00:00", "--engine", "local"]
         fleet = FleetApi(config.new_client_from_config(config_file=str(kubeconfig)))
@@ -291,10 +288,7 @@ def test_the_publisher_image_publishes_with_spark_as_its_user_on_a_read_only_roo
         kubeconfig = project_kubeconfig(
             service_account_kubeconfig(control_plane, PUBLISHER), inputs, mounted.config.user
         )
-        start = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
-        scenario = synthetic.Scenario(name="linear", duration_s=900, noise=0.01, seed=3, start=start)
-        pq.write_table(synthetic.generate(handlers_linear(), scenario), inputs / "samples.parquet")
-        (inputs / "linear.json").write_text(json.dumps(synthetic.structure(handlers_linear(), scenario)))
+        write_publisher_inputs(inputs)
         for name in ("samples.parquet", "linear.json"):
             (inputs / name).chmod(0o444)
         args = ["--samples", f"{SECRETS_DIR}/samples.parquet", "--structure", f"{SECRETS_DIR}/linear.json"]
@@ -329,6 +323,15 @@ def as_service_account(installed: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
 
     monkeypatch.setattr(handlers, "PORTS_FACTORY", ports)
     return storm, profiler
+
+
+def write_publisher_inputs(directory: Path) -> None:
+    """15 minutes of the linear topology's samples from 2026-03-01 10:00 UTC (``samples.parquet``) and
+    its structure (``linear.json``) in ``directory``: what the publisher tests aggregate."""
+    start = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+    scenario = synthetic.Scenario(name="linear", duration_s=900, noise=0.01, seed=3, start=start)
+    pq.write_table(synthetic.generate(handlers_linear(), scenario), directory / "samples.parquet")
+    (directory / "linear.json").write_text(json.dumps(synthetic.structure(handlers_linear(), scenario)))
 
 
 def handlers_linear() -> Topology:
