@@ -2,6 +2,8 @@
 
 Light settings (2 tasks per component, a few hundred microseconds of CPU per tuple, 20-40 tuples/s)
 keep a run within the 2-core budget; counts come from Nimbus (stats sampled at rate 1.0).
+Run by ``make bed-multilang``, not by ``make test``: multilang is the unusual case, and CI's time
+budget goes to the JVM bolts and the Kafka source.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tests.harness.process import marked_pids
 from tests.harness.storm.cluster import StormCluster
 from tests.harness.storm.topology import Topology, kill, submit, wait_for_stats
 
-pytestmark = pytest.mark.storm
+pytestmark = [pytest.mark.storm, pytest.mark.multilang_bed]
 
 FIRST_TUPLES_TIMEOUT_S = 150.0
 LIGHT = {"max.tasks": 2, "c1.tasks": 2, "c1.executors": 1}
