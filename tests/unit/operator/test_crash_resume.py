@@ -29,6 +29,7 @@ class Crash(BaseException):
 INTENT = [  # everything a restarted operator needs to finish the plan and keep Auto's timing
     "autoscaler",
     "baseline",
+    "capacityHistory",
     "conditions",
     "lastPlan",
     "observed",

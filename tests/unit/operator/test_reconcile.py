@@ -78,7 +78,16 @@ def conditions(outcome: Pass) -> dict[str, tuple[str, str]]:
 def test_budget_is_planned_applied_and_verified_with_one_event() -> None:
     w = world()
     first = run(w, policy())
-    intent = ["baseline", "conditions", "lastPlan", "observed", "observedGeneration", "pending", "unitCPU"]
+    intent = [
+        "baseline",
+        "capacityHistory",
+        "conditions",
+        "lastPlan",
+        "observed",
+        "observedGeneration",
+        "pending",
+        "unitCPU",
+    ]
     assert w.journal == [  # intent (with the baseline a resumed pass needs) is saved before the first write
         ("save", intent),
         ("scale", 6),

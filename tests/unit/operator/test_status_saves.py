@@ -92,11 +92,13 @@ def model_fields(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def schema_fields(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The same of an openAPI object schema: nested objects with ``properties`` are walked (arrays by
-    their items)."""
+    """The same of an openAPI object schema: nested objects with ``properties`` are walked (maps by
+    their values, arrays by their items)."""
     out: dict[str, Any] = {}
     for name, prop in schema["properties"].items():
-        inner = prop.get("items", prop)
+        values = prop.get("additionalProperties")
+        inner = values if isinstance(values, Mapping) else prop
+        inner = inner.get("items", inner)
         out[name] = schema_fields(inner) if "properties" in inner else None
     return out
 

@@ -314,6 +314,29 @@ class AutoscalerState(_Status):
     forecast: str | None = None
 
 
+class CapacityReading(_Status):
+    """One component's capacity per unit as a steady window read it, and how busy it was then."""
+
+    units: int
+    tasks: int | None = None
+    capacity_per_unit: float
+    #: The busiest executor's busy fraction (executed over the capacity of the units that ran).
+    utilization: float
+    saturated: bool
+    at: str
+
+
+class CapacityHistory(_Status):
+    """What earlier steady windows read of each bolt's capacity per unit, for plans to learn from
+    (:mod:`~stormscale.operator.decision.learning`): at most a few readings per component, one per
+    (units, tasks, saturated or not), newest last; all of one unit CPU (a new unit CPU starts afresh)."""
+
+    unit_cpu: str | None = Field(default=None, alias="unitCPU")
+    components: dict[str, list[CapacityReading]] = Field(default_factory=dict)
+    #: Components whose capacity the last plan took from the history, and from which reading.
+    in_use: dict[str, str] = Field(default_factory=dict)
+
+
 class StatusError(ValueError):
     """The stored status does not have the CRD's shape (an older operator or a hand edit)."""
 
@@ -334,6 +357,7 @@ class StormTopologyStatus(_Status):
     autoscaler: AutoscalerState | None = None
     sizing: SizingSummary | None = None
     placement: PlacementStatus | None = None
+    capacity_history: CapacityHistory | None = None
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any] | None) -> StormTopologyStatus:

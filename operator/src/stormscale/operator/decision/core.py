@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from stormscale.operator.autoscale import SizedUnits, catching_up, needed_budget, size_units, target_of
-from stormscale.operator.decision import assumptions
+from stormscale.operator.decision import assumptions, learning
 from stormscale.operator.decision.auto import (
     AutoTarget,
     Change,
@@ -232,7 +232,10 @@ def _profile(draft: _Draft) -> MeasuredProfile | Decision:
     ``scaling.demandPercentile`` of its per-step demand over the window (:func:`at_percentile`), and
     with ``scaling.lookAhead`` scaled to the forecast over the lead (:func:`sized_ahead`)."""
     trusted = _trusted_profile(draft)
-    if isinstance(trusted, Decision) or draft.policy.mode is not Mode.AUTO:
+    if isinstance(trusted, Decision):
+        return trusted
+    trusted = _learned(draft, trusted)
+    if draft.policy.mode is not Mode.AUTO:
         return trusted
     scaling = draft.policy.spec.scaling
     demand = at_percentile(trusted, scaling.demand_percentile)
@@ -242,6 +245,17 @@ def _profile(draft: _Draft) -> MeasuredProfile | Decision:
         demand, draft.status.autoscaler, scaling.look_ahead, draft.observation.now
     )
     return ahead
+
+
+def _learned(draft: _Draft, measured: MeasuredProfile) -> MeasuredProfile:
+    """``measured`` remembered in ``status.capacityHistory`` and its bolts with room planned on their
+    saturated readings (:mod:`~stormscale.operator.decision.learning`)."""
+    status = draft.status
+    at = timestamp(measured.measured_at or draft.observation.now)
+    history = learning.remember(status.capacity_history, learning.readings(measured, at), status.unit_cpu)
+    planned_on, history.in_use = learning.learned(history, measured)
+    status.capacity_history = history
+    return planned_on
 
 
 def unsteady_retry_s(policy: Policy) -> float:
