@@ -19,24 +19,15 @@ from stormscale.operator.status import StormTopologyStatus
 from stormscale.planner import Topology
 from tests.harness.fakes.ports import FakeStatus, UnavailableError, World
 
-from .test_reconcile import LINEAR, RESOURCE, T0, policy, world
+from .test_reconcile import LINEAR, MANUAL_INTENT, RESOURCE, T0, policy, world
 
 
 class Crash(BaseException):
     """The process dies here (not an error any port raises: nothing catches it)."""
 
 
-INTENT = [  # everything a restarted operator needs to finish the plan and keep Auto's timing
-    "autoscaler",
-    "baseline",
-    "capacityHistory",
-    "conditions",
-    "lastPlan",
-    "observed",
-    "observedGeneration",
-    "pending",
-    "unitCPU",
-]
+#: Everything a restarted operator needs to finish the plan and keep Auto's timing.
+INTENT = sorted([*MANUAL_INTENT, "autoscaler"])
 
 
 def quiet() -> Topology:

@@ -75,21 +75,24 @@ def conditions(outcome: Pass) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
 
 
+#: The status fields a Manual pass saves with its intent, before its first write.
+MANUAL_INTENT = [
+    "baseline",
+    "capacityHistory",
+    "conditions",
+    "lastPlan",
+    "observed",
+    "observedGeneration",
+    "pending",
+    "unitCPU",
+]
+
+
 def test_budget_is_planned_applied_and_verified_with_one_event() -> None:
     w = world()
     first = run(w, policy())
-    intent = [
-        "baseline",
-        "capacityHistory",
-        "conditions",
-        "lastPlan",
-        "observed",
-        "observedGeneration",
-        "pending",
-        "unitCPU",
-    ]
     assert w.journal == [  # intent (with the baseline a resumed pass needs) is saved before the first write
-        ("save", intent),
+        ("save", MANUAL_INTENT),
         ("scale", 6),
         ("rebalance", {"1": 1, "2": 2, "3": 2, "4": 1}),
     ]
