@@ -78,9 +78,15 @@ def test_one_reading_is_kept_per_units_the_newest_and_a_bounded_number_per_bolt(
     assert kept.components["3"][-1].units == READINGS_PER_COMPONENT + 2  # the oldest went
 
 
+def test_a_partly_idle_reading_is_not_kept() -> None:
+    kept = remember(None, {"3": reading(1, 250.0), "2": reading(1, 400.0, 0.625)}, "200m")
+    assert set(kept.components) == {"3"}
+    assert remember(kept, {"3": reading(1, 300.0, 0.5)}, "200m").components["3"][0].capacity_per_unit == 250.0
+
+
 def test_another_unit_cpu_starts_the_history_afresh() -> None:
     kept = remember(None, {"3": reading(1, 250.0)}, "200m")
-    kept = remember(kept, {"2": reading(1, 400.0, 0.5)}, "500m")
+    kept = remember(kept, {"2": reading(1, 400.0)}, "500m")
     assert set(kept.components) == {"2"}
     assert kept.unit_cpu == "500m"
 
@@ -142,6 +148,6 @@ def test_the_decision_remembers_each_profile_and_plans_the_next_budget_on_what_i
     assert plan.predicted.after == pytest.approx(260.0)
     assert set(kept.in_use) == {"2"}
     assert {r.units: r.saturated for r in kept.components["3"]} == {1: True}  # this window's, remembered
-    assert [r.capacity_per_unit for r in kept.components["2"]] == [260.0, 400.0]  # both kept, newest last
+    assert [r.capacity_per_unit for r in kept.components["2"]] == [260.0]  # the partly idle 400 is not kept
     assert status.capacity_history is not None
     assert status.capacity_history.in_use == {}

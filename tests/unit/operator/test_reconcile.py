@@ -78,7 +78,6 @@ def conditions(outcome: Pass) -> dict[str, tuple[str, str]]:
 #: The status fields a Manual pass saves with its intent, before its first write.
 MANUAL_INTENT = [
     "baseline",
-    "capacityHistory",
     "conditions",
     "lastPlan",
     "observed",

@@ -327,9 +327,9 @@ class CapacityReading(_Status):
 
 
 class CapacityHistory(_Status):
-    """What earlier steady windows read of each bolt's capacity per unit, for plans to learn from
-    (:mod:`~stormscale.operator.decision.learning`): at most a few readings per component, one per
-    (units, tasks, saturated or not), newest last; all of one unit CPU (a new unit CPU starts afresh)."""
+    """What earlier steady windows read of each bolt's capacity per unit while it was saturated, for
+    plans to learn from (:mod:`~stormscale.operator.decision.learning`): at most a few readings per
+    component, one per (units, tasks), newest last; all of one unit CPU (a new one starts afresh)."""
 
     unit_cpu: str | None = Field(default=None, alias="unitCPU")
     components: dict[str, list[CapacityReading]] = Field(default_factory=dict)

@@ -254,7 +254,7 @@ def _learned(draft: _Draft, measured: MeasuredProfile) -> MeasuredProfile:
     at = timestamp(measured.measured_at or draft.observation.now)
     history = learning.remember(status.capacity_history, learning.readings(measured, at), status.unit_cpu)
     planned_on, history.in_use = learning.learned(history, measured)
-    status.capacity_history = history
+    status.capacity_history = history if history.components else None  # nothing read saturated yet
     return planned_on
 
 

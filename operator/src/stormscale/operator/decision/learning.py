@@ -9,13 +9,14 @@ slow on another). The thesis of Puttaswamy profiles each component at its maximu
 one unit; Stormscale measures that rate where a running topology shows it, when a bolt saturates, and
 keeps it:
 
-* **Remembered.** Every trusted profile adds, per bolt, a :class:`~stormscale.operator.status.CapacityReading`
-  (units, tasks, capacity per unit, utilization ``u = executed / capacity(units)``, saturated when
-  ``u ≥`` :data:`SATURATED_UTILIZATION`) to ``status.capacityHistory``: one reading per (units, tasks,
-  saturated or not), the newest replacing the older (a partly idle reading never replaces a saturated
-  one), at most :data:`READINGS_PER_COMPONENT` per bolt (the oldest go). A
-  profile of another unit CPU (``status.unitCPU``) starts the history afresh: a unit's capacity is
-  its CPU's.
+* **Remembered.** Every trusted profile adds, per bolt it reads saturated (utilization
+  ``u = executed / capacity(units) ≥`` :data:`SATURATED_UTILIZATION`), a
+  :class:`~stormscale.operator.status.CapacityReading` (units, tasks, capacity per unit, ``u``) to
+  ``status.capacityHistory``: one reading per (units, tasks), the newest replacing the older, at most
+  :data:`READINGS_PER_COMPONENT` per bolt (the oldest go). Partly idle readings are not kept: no plan
+  uses them, and a 500-bolt topology's status stays small (at most 2,000 readings, ~300 kB, written only
+  when a bolt is saturated). A profile of another unit CPU (``status.unitCPU``) starts the history
+  afresh: a unit's capacity is its CPU's.
 * **Used.** A bolt the window reads saturated is planned on that reading. A bolt the window reads with
   room, whose history holds saturated readings at its task count, is planned on the curve of those
   readings at its units ``n``: the reading at ``n``; between two unit counts ``a < n < b`` the linear
@@ -44,7 +45,7 @@ from stormscale.planner import Component, Topology
 #: A bolt is read saturated when its busiest executor is at least this busy over the window.
 SATURATED_UTILIZATION = 0.9
 #: Readings kept per bolt (one per units and tasks): a topology's bolts rarely run more counts.
-READINGS_PER_COMPONENT = 8
+READINGS_PER_COMPONENT = 4
 
 
 def readings(measured: MeasuredProfile, at: str) -> dict[str, CapacityReading]:
@@ -73,12 +74,14 @@ def readings(measured: MeasuredProfile, at: str) -> dict[str, CapacityReading]:
 def remember(
     history: CapacityHistory | None, found: Mapping[str, CapacityReading], unit_cpu: str | None
 ) -> CapacityHistory:
-    """``history`` with ``found`` added (module docstring: one per units, tasks and saturation, newest last,
-    at most :data:`READINGS_PER_COMPONENT`; a new unit CPU starts afresh)."""
+    """``history`` with the saturated readings of ``found`` added (module docstring: one per units and
+    tasks, newest last, at most :data:`READINGS_PER_COMPONENT`; a new unit CPU starts afresh)."""
     kept = {} if history is None or history.unit_cpu != unit_cpu else dict(history.components)
     for component, reading in found.items():
-        key = (reading.units, reading.tasks, reading.saturated)
-        others = [r for r in kept.get(component, []) if (r.units, r.tasks, r.saturated) != key]
+        if not reading.saturated:
+            continue
+        key = (reading.units, reading.tasks)
+        others = [r for r in kept.get(component, []) if (r.units, r.tasks) != key]
         kept[component] = [*others, reading][-READINGS_PER_COMPONENT:]
     in_use = history.in_use if history is not None and history.unit_cpu == unit_cpu else {}
     fresh = CapacityHistory(components=kept, in_use=dict(in_use))
