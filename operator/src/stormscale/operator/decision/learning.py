@@ -83,8 +83,7 @@ def remember(
         key = (reading.units, reading.tasks)
         others = [r for r in kept.get(component, []) if (r.units, r.tasks) != key]
         kept[component] = [*others, reading][-READINGS_PER_COMPONENT:]
-    in_use = history.in_use if history is not None and history.unit_cpu == unit_cpu else {}
-    fresh = CapacityHistory(components=kept, in_use=dict(in_use))
+    fresh = CapacityHistory(components=kept)  # inUse is the next plan's to say (:func:`learned`)
     fresh.unit_cpu = unit_cpu  # by name: the constructor takes the alias (unitCPU)
     return fresh
 
