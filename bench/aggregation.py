@@ -62,9 +62,11 @@ def profiles() -> list[Topology]:
     return [load_profile(p) for p in sorted(PROFILES.glob("thesis-*.json"))]
 
 
-def generate(size: int, directory: Path) -> tuple[Path, Path, int]:
-    """At least ``size`` samples of as many topologies as it takes; returns paths and the exact count."""
-    samples, structures = directory / f"samples-{size}.parquet", directory / f"structures-{size}"
+def generate(size: int, directory: Path, hours: float = HOURS) -> tuple[Path, Path, int]:
+    """At least ``size`` samples of as many topologies of ``hours`` each as it takes; returns paths and
+    the exact count."""
+    name = f"{size}" if hours == HOURS else f"{size}-{hours:g}h"
+    samples, structures = directory / f"samples-{name}.parquet", directory / f"structures-{name}"
     done = structures / "rows.txt"
     if samples.exists() and done.exists():
         return samples, structures, int(done.read_text(encoding="utf-8"))
@@ -74,7 +76,7 @@ def generate(size: int, directory: Path) -> tuple[Path, Path, int]:
     try:
         while rows < size:
             topology = library[i % len(library)]
-            scenario = synthetic.Scenario(name=f"t{i:05d}", duration_s=3600.0 * HOURS, noise=0.02, seed=i)
+            scenario = synthetic.Scenario(name=f"t{i:05d}", duration_s=3600.0 * hours, noise=0.02, seed=i)
             if i % 2:  # one topology in two rebalances half way: its last component gets 2 units
                 last = topology.components[-1].id
                 scenario = replace(scenario, rebalance_at_s=scenario.duration_s / 2, units_after={last: 2})
@@ -186,10 +188,22 @@ def plot(results: list[Result], path: Path) -> None:
     plt.close(fig)
 
 
+def _hours(text: str) -> float:
+    """A positive number of hours, at most a week (a topology's samples are generated in memory)."""
+    try:
+        hours = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.01 <= hours <= 168:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0.01 and 168")
+    return hours
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench.aggregation")
     p.add_argument("--sizes", nargs="+", type=float, default=DEFAULT_SIZES, help="samples per run")
     p.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    p.add_argument("--hours", type=_hours, default=HOURS, help="per topology (default %(default)s)")
     p.add_argument("--measure", nargs=3, metavar=("ENGINE", "SAMPLES", "STRUCTURES"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.measure:
@@ -200,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for size in (int(s) for s in args.sizes):
         begin = time.perf_counter()
-        samples, structures, rows = generate(size, OUT)
+        samples, structures, rows = generate(size, OUT, args.hours)
         print(f"{rows:,} samples ready in {time.perf_counter() - begin:.1f} s", flush=True)
         for engine in args.engines:
             results.append(run_engine(engine, samples, structures, rows))

@@ -266,10 +266,11 @@ def test_report_is_written(stack: Stack, run: Run) -> None:
 @pytest.fixture(scope="module")
 def auto(stack: Stack) -> Iterator[AutoReport]:
     """The Kafka-fed linear topology in Auto mode while its topic's load steps up ×2 and back down
-    (:data:`~tests.harness.bed.moving_load.LOAD`), on the shared stack."""
+    (:data:`~tests.harness.bed.moving_load.LOAD`), on the shared stack; the load ends once Auto has
+    scaled in after the fall (the last thing asserted), not at the schedule's end."""
     stack.deploy(JVM_KAFKA_AUTO)
     try:
-        report = run_moving_load(stack, JVM_KAFKA_AUTO, LOAD, SCALING)
+        report = run_moving_load(stack, JVM_KAFKA_AUTO, LOAD, SCALING, until_scaled_in=True)
         (stack.run_dir / "e2e-report-auto.json").write_text(
             json.dumps(report.to_json(), indent=2, default=str)
         )

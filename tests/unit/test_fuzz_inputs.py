@@ -3,7 +3,7 @@ StormTopology spec parser. Every example must give a valid result or the documen
 (``ProfileError``, ``InvalidSpecError``; the confidence reader has none) — no other exception —
 within a per-example deadline.
 
-1,000 examples each here (well under a minute); ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
+400 examples each here (seconds); ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
 """
 
 from __future__ import annotations

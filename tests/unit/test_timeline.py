@@ -11,6 +11,7 @@ from tests.harness.bed.timeline import (
     lag_peak,
     lag_peak_at,
     reaction_s,
+    scaled_in,
 )
 
 
@@ -65,3 +66,11 @@ def test_the_lag_peak_and_when_it_drained_after_it() -> None:
     assert lag_peak_at(TICKS, 100, 400) == 190
     assert lag_peak_at(TICKS, 300, 800) == 300  # the highest from 300 on
     assert lag_peak_at([tick(0, 8, 8, None, 0)], 0, 10) is None
+
+
+def test_scaled_in_is_the_first_tick_after_the_fall_below_the_highest_budget() -> None:
+    firsts = [i for i in range(1, len(TICKS) + 1) if scaled_in(TICKS[:i], 400)]
+    assert firsts[:1] == [TICKS.index(tick(700, 8, 8.0, 1, 0)) + 1]
+    assert not scaled_in(TICKS[:5], 150)  # the rise's budget is above, not below
+    assert not scaled_in(TICKS, 400)  # the newest tick has no reading
+    assert not scaled_in([], 0)

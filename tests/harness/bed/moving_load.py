@@ -33,6 +33,7 @@ from tests.harness.bed.timeline import (
     lag_peak,
     lag_peak_at,
     reaction_s,
+    scaled_in,
     wished_in_since,
 )
 from tests.harness.kafka.seen import SeenReport, read_seen
@@ -293,9 +294,13 @@ def run_moving_load(
     scaling: AutoScaling,
     *,
     look_ahead: Callable[[float], dict[str, Any]] | None = None,
+    until_scaled_in: bool = False,
 ) -> AutoReport:
     """Auto mode from the start, the load's schedule produced, a tick every :data:`TICK_S`; with
-    ``look_ahead``, the spec's ``scaling.lookAhead`` is what it gives for the load's start."""
+    ``look_ahead``, the spec's ``scaling.lookAhead`` is what it gives for the load's start. With
+    ``until_scaled_in`` the load ends at the first tick after the fall whose applied budget is below the
+    highest one applied before it (what the end-to-end test waits for), not at the schedule's end; a
+    comparison of whole runs (units·seconds) keeps the schedule whole."""
     generator = stack.load(scenario, load.schedule())
     report = AutoReport(load, scaling, time.time())
     resource = auto_topology(stack, scenario, scaling)
@@ -335,6 +340,10 @@ def run_moving_load(
         if message != said:  # why the operator waits, once per change (a CI log shows it)
             stack.log(f"[auto]       {message}")
             said = message
+        if until_scaled_in and scaled_in(report.ticks, report.started + load.fall_at_s):
+            stack.log(f"[auto] scaled in to budget {applied} after the fall: the load ends here")
+            generator.stop()
+            break
         time.sleep(max(0.0, TICK_S - (time.monotonic() - tick_start)))
     generator.wait()
     report.produced = generator.produced

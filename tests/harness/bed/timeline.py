@@ -100,3 +100,11 @@ def drained_at(ticks: Sequence[Tick], after: float, floor: float) -> float | Non
 def wished_in_since(ticks: Sequence[Tick], start: float, end: float) -> list[float]:
     """The distinct moments, recorded in ``[start, end]``, from which Auto wanted to scale in."""
     return sorted({t.scale_in_since for t in ticks if start <= t.at <= end and t.scale_in_since is not None})
+
+
+def scaled_in(ticks: Sequence[Tick], fall_at: float) -> bool:
+    """The newest tick comes after the fall and its applied budget is below the highest applied before."""
+    if not ticks or ticks[-1].at < fall_at or ticks[-1].applied_budget is None:
+        return False
+    highest = max((b for t in ticks[:-1] if (b := t.applied_budget) is not None), default=0)
+    return ticks[-1].applied_budget < highest

@@ -8,7 +8,7 @@ values of their declared types with any fields missing (required ones too: a hos
 what it likes), and wire garbage (such replies with bytes changed, cut or added, and random frames).
 Prometheus answers are any JSON in and out of the shape of a query result, and any bytes.
 
-1,000 examples per test here; ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
+400 examples per test here; ``make fuzz`` runs ``STORMSCALE_FUZZ_EXAMPLES`` (20,000).
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from stormscale.planner.profile import ComponentConfidence, ProfileConfidence
 from .test_decision import BASELINE, LINEAR, seen
 
 AT = "2026-11-22T11:50:00Z"
+#: The linear topology's components.
+ALL = frozenset({"1", "2", "3", "4"})
 
 
 def measured(executed: dict[str, float], topology: Topology = LINEAR, **capacities: float) -> MeasuredProfile:
@@ -69,26 +71,36 @@ def test_a_reading_is_saturated_when_its_busiest_executor_is_busy_enough() -> No
 
 
 def test_one_reading_is_kept_per_units_the_newest_and_a_bounded_number_per_bolt() -> None:
-    kept = remember(None, {"3": reading(1, 250.0)}, "200m")
-    kept = remember(kept, {"3": reading(1, 240.0)}, "200m")
+    kept = remember(None, {"3": reading(1, 250.0)}, "200m", ALL)
+    kept = remember(kept, {"3": reading(1, 240.0)}, "200m", ALL)
     assert [r.capacity_per_unit for r in kept.components["3"]] == [240.0]  # the newer one
     for units in range(2, READINGS_PER_COMPONENT + 3):
-        kept = remember(kept, {"3": reading(units, 250.0)}, "200m")
+        kept = remember(kept, {"3": reading(units, 250.0)}, "200m", ALL)
     assert len(kept.components["3"]) == READINGS_PER_COMPONENT
     assert kept.components["3"][-1].units == READINGS_PER_COMPONENT + 2  # the oldest went
 
 
 def test_a_partly_idle_reading_is_not_kept() -> None:
-    kept = remember(None, {"3": reading(1, 250.0), "2": reading(1, 400.0, 0.625)}, "200m")
+    kept = remember(None, {"3": reading(1, 250.0), "2": reading(1, 400.0, 0.625)}, "200m", ALL)
     assert set(kept.components) == {"3"}
-    assert remember(kept, {"3": reading(1, 300.0, 0.5)}, "200m").components["3"][0].capacity_per_unit == 250.0
+    assert (
+        remember(kept, {"3": reading(1, 300.0, 0.5)}, "200m", ALL).components["3"][0].capacity_per_unit
+        == 250.0
+    )
 
 
 def test_another_unit_cpu_starts_the_history_afresh() -> None:
-    kept = remember(None, {"3": reading(1, 250.0)}, "200m")
-    kept = remember(kept, {"2": reading(1, 400.0)}, "500m")
+    kept = remember(None, {"3": reading(1, 250.0)}, "200m", ALL)
+    kept = remember(kept, {"2": reading(1, 400.0)}, "500m", ALL)
     assert set(kept.components) == {"2"}
     assert kept.unit_cpu == "500m"
+
+
+def test_a_component_the_topology_no_longer_has_loses_its_readings() -> None:
+    kept = remember(None, {"3": reading(1, 250.0), "2": reading(1, 400.0)}, "200m", ALL)
+    kept = remember(kept, {"3": reading(2, 240.0)}, "200m", ALL - {"2"})
+    assert set(kept.components) == {"3"}
+    assert [r.units for r in kept.components["3"]] == [1, 2]
 
 
 def test_the_curve_is_the_reading_at_the_units_interpolated_between_or_the_nearest() -> None:

@@ -15,14 +15,14 @@ def test_tiny_benchmark_runs_both_engines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(bench, "OUT", tmp_path)
-    assert bench.main(["--sizes", "20000"]) == 0
+    assert bench.main(["--sizes", "2000", "--hours", "0.25"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines if line.startswith(("local ", "spark "))][-2:] == [
         "local",
         "spark",
     ]
     assert (tmp_path / "aggregation.png").stat().st_size > 10_000
-    assert len(list((tmp_path / "structures-20000").glob("t*.json"))) == 1
+    assert len(list((tmp_path / "structures-2000-0.25h").glob("t*.json"))) == 1
 
 
 def test_tiny_fleet_benchmark_compares_the_grouped_engine_with_the_single_process(

@@ -252,7 +252,9 @@ def _learned(draft: _Draft, measured: MeasuredProfile) -> MeasuredProfile:
     saturated readings (:mod:`~stormscale.operator.decision.learning`)."""
     status = draft.status
     at = timestamp(measured.measured_at or draft.observation.now)
-    history = learning.remember(status.capacity_history, learning.readings(measured, at), status.unit_cpu)
+    present = {c.id for c in measured.topology.components}
+    found = learning.readings(measured, at)
+    history = learning.remember(status.capacity_history, found, status.unit_cpu, present)
     planned_on, history.in_use = learning.learned(history, measured)
     status.capacity_history = history if history.components else None  # nothing read saturated yet
     return planned_on

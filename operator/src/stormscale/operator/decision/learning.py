@@ -16,7 +16,7 @@ keeps it:
   :data:`READINGS_PER_COMPONENT` per bolt (the oldest go). Partly idle readings are not kept: no plan
   uses them, and a 500-bolt topology's status stays small (at most 2,000 readings, ~300 kB, written only
   when a bolt is saturated). A profile of another unit CPU (``status.unitCPU``) starts the history
-  afresh: a unit's capacity is its CPU's.
+  afresh: a unit's capacity is its CPU's; a component the topology no longer has loses its readings.
 * **Used.** A bolt the window reads saturated is planned on that reading. A bolt the window reads with
   room, whose history holds saturated readings at its task count, is planned on the curve of those
   readings at its units ``n``: the reading at ``n``; between two unit counts ``a < n < b`` the linear
@@ -36,7 +36,7 @@ thesis's and Stela's over the whole topology, not a per-operator search.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from stormscale.operator.ports import MeasuredProfile
 from stormscale.operator.status import CapacityHistory, CapacityReading
@@ -72,11 +72,16 @@ def readings(measured: MeasuredProfile, at: str) -> dict[str, CapacityReading]:
 
 
 def remember(
-    history: CapacityHistory | None, found: Mapping[str, CapacityReading], unit_cpu: str | None
+    history: CapacityHistory | None,
+    found: Mapping[str, CapacityReading],
+    unit_cpu: str | None,
+    present: Collection[str],
 ) -> CapacityHistory:
     """``history`` with the saturated readings of ``found`` added (module docstring: one per units and
-    tasks, newest last, at most :data:`READINGS_PER_COMPONENT`; a new unit CPU starts afresh)."""
+    tasks, newest last, at most :data:`READINGS_PER_COMPONENT`; a new unit CPU starts afresh); the
+    readings of components no longer ``present`` in the topology go."""
     kept = {} if history is None or history.unit_cpu != unit_cpu else dict(history.components)
+    kept = {component: r for component, r in kept.items() if component in present}
     for component, reading in found.items():
         if not reading.saturated:
             continue

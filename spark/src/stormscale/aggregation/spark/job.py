@@ -78,7 +78,10 @@ def aggregate(samples: DataFrame, topologies: Sequence[str], params: Params) -> 
     samples.sparkSession.conf.set("spark.sql.ansi.enabled", "false")
     start = params.start.timestamp() if params.start else None
     end = params.end.timestamp() if params.end else None
-    stepped = est.with_increments(est.in_window(samples, topologies, start, end))
+    selected = est.in_window(samples, topologies, start, end)
+    if selected.isEmpty():  # one short job (it stops at a row), where the estimators would run ~40
+        raise AggregationError("samples: no rows for the named topologies in the window")
+    stepped = est.with_increments(selected)
     intervals = est.source_intervals(stepped, params.system_stream_prefix)
     cached = [intervals.persist(StorageLevel.MEMORY_AND_DISK)]
     try:
