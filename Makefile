@@ -94,7 +94,7 @@ image-check: venv
 unit: venv
 	$(BIN)/python -m pytest tests/unit -m "not spark"
 
-## fuzz: the hostile-input fuzz tests (profiles, specs, Nimbus and Prometheus answers) with 20,000 random examples each (the unit run has 1,000, fixed)
+## fuzz: the hostile-input fuzz tests (profiles, specs, Nimbus and Prometheus answers) with 20,000 random examples each (the unit run has 400, fixed)
 fuzz: venv
 	STORMSCALE_FUZZ_EXAMPLES=$${STORMSCALE_FUZZ_EXAMPLES:-20000} $(BIN)/python -m pytest tests/unit/test_fuzz_inputs.py tests/unit/operator/test_fuzz_responses.py -q
 
