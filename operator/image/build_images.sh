@@ -28,10 +28,11 @@ install_builder() {
         fuse-overlayfs uidmap
 }
 
-# digest FILE...: the sha256 over the named files and directories' contents (sorted, ignoring caches)
+# digest PATH...: the sha256 over the named files and directories' contents (sorted, ignoring caches), the
+# paths relative to the repository's root, so that another checkout of the same files hits the same cache
 digest() {
-    find "$@" -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -print0 | sort -z \
-        | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
+    (cd "$root" && find "$@" -type f -not -path '*/__pycache__/*' -not -path '*.egg-info/*' -print0 | sort -z \
+        | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
 
 build_base() {
@@ -59,7 +60,7 @@ build_base() {
 build_image() {
     local name=$1 dockerfile=$2 stamp key
     stamp=$cache/$(echo "$name" | tr '/:' '__').stamp
-    key=$(digest "$root/$dockerfile" "$root/planner" "$root/spark" "$root/operator")
+    key=$(digest "$dockerfile" planner spark operator)
     if [[ -f $stamp && $(cat "$stamp") == "$key" ]] && buildah "${storage[@]}" inspect "$name" >/dev/null 2>&1; then
         echo "$name: up to date"; return
     fi
